@@ -1,0 +1,55 @@
+//! Congestion window growth and reduction, behind one trait.
+//!
+//! Loss *recovery* (which segment to retransmit, when recovery ends) lives in the sender;
+//! these types only decide how the window grows on ACKs and shrinks on congestion signals.
+//! Windows are in segments, as in ns-2, because the transport is segment-numbered.
+
+mod cubic;
+mod reno;
+
+pub use cubic::Cubic;
+pub use reno::Reno;
+
+use crate::time::Instant;
+use core::time::Duration;
+
+/// Window growth and multiplicative decrease.
+pub trait CongestionControl: Send + core::fmt::Debug {
+    /// Congestion window in segments.
+    fn cwnd(&self) -> f64;
+    /// Slow-start threshold in segments.
+    fn ssthresh(&self) -> f64;
+    /// Overrides the window (used by loss recovery for inflation and deflation).
+    fn set_cwnd(&mut self, cwnd: f64);
+    /// An ACK acknowledged `acked` new segments outside loss recovery.
+    fn on_ack(&mut self, now: Instant, acked: u64, srtt: Option<Duration>);
+    /// A congestion event (loss detected by duplicate ACKs, or ECN): multiplicative
+    /// decrease of ssthresh, and cwnd set to the new ssthresh. `flight` is in segments.
+    fn on_congestion_event(&mut self, now: Instant, flight: u64);
+    /// A retransmission timeout: ssthresh reduced, cwnd back to one segment.
+    fn on_timeout(&mut self, now: Instant, flight: u64);
+}
+
+/// Which window-growth rule a scheme uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CcKind {
+    /// AIMD with β = 0.5 (RFC 5681).
+    Reno,
+    /// CUBIC (RFC 9438), β = 0.7, C = 0.4.
+    Cubic,
+}
+
+impl CcKind {
+    /// Builds the controller with `initial_window` segments.
+    pub fn build(self, initial_window: u32) -> Box<dyn CongestionControl> {
+        match self {
+            CcKind::Reno => Box::new(Reno::new(initial_window)),
+            CcKind::Cubic => Box::new(Cubic::new(initial_window)),
+        }
+    }
+}
+
+/// ssthresh after a loss per RFC 5681 eq. (4): max(β · flight, 2).
+pub(crate) fn reduced(flight: u64, beta: f64) -> f64 {
+    (flight as f64 * beta).max(2.0)
+}

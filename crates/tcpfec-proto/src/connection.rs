@@ -1,0 +1,468 @@
+//! The sans-IO connection: handshake, teardown, and the glue between sender and receiver.
+//!
+//! Drive it from outside: feed packets with [`Connection::handle_packet`] (or raw bytes with
+//! [`Connection::handle_datagram`]), drain [`Connection::poll_packet`] until it returns
+//! `None`, and call [`Connection::handle_timeout`] at [`Connection::poll_timeout`].
+
+use crate::config::Config;
+use crate::receiver::Receiver;
+use crate::sender::{AckInfo, Sender};
+use crate::stats::Stats;
+use crate::time::Instant;
+use crate::wire::{Flags, Packet, WireError};
+use bytes::Bytes;
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Waiting for a SYN (server side).
+    Listen,
+    /// SYN sent, waiting for SYN-ACK (client side).
+    SynSent,
+    /// SYN received and SYN-ACK sent, waiting for the final ACK (server side).
+    SynReceived,
+    /// Data may flow (including while either side is closing).
+    Established,
+    /// Finished, reset, or failed; see [`Connection::error`].
+    Closed,
+}
+
+/// Why a connection ended abnormally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnError {
+    /// The peer sent RST, or this side aborted.
+    Reset,
+    /// No answer to the handshake after the configured number of attempts.
+    HandshakeTimeout,
+}
+
+impl core::fmt::Display for ConnError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ConnError::Reset => write!(f, "connection reset"),
+            ConnError::HandshakeTimeout => write!(f, "handshake timed out: no answer from peer"),
+        }
+    }
+}
+
+impl std::error::Error for ConnError {}
+
+/// One end of a tcpfec connection.
+#[derive(Debug)]
+pub struct Connection {
+    cfg: Config,
+    state: State,
+    sender: Sender,
+    receiver: Receiver,
+    peer_conn_id: u32,
+    send_syn: bool,
+    send_rst: bool,
+    handshake_deadline: Option<Instant>,
+    handshake_tries: u32,
+    peer_syn_ts: u32,
+    linger_deadline: Option<Instant>,
+    error: Option<ConnError>,
+    partial_read: Option<Bytes>,
+    acks_sent: u64,
+}
+
+impl Connection {
+    fn new(cfg: Config, state: State) -> Self {
+        Connection {
+            sender: Sender::new(&cfg),
+            receiver: Receiver::new(cfg.recv_window, cfg.delayed_ack, cfg.delayed_ack_timeout),
+            cfg,
+            state,
+            peer_conn_id: 0,
+            send_syn: false,
+            send_rst: false,
+            handshake_deadline: None,
+            handshake_tries: 0,
+            peer_syn_ts: 0,
+            linger_deadline: None,
+            error: None,
+            partial_read: None,
+            acks_sent: 0,
+        }
+    }
+
+    /// A client that opens the connection with a SYN on its first poll.
+    pub fn client(cfg: Config) -> Self {
+        let mut c = Self::new(cfg, State::SynSent);
+        c.send_syn = true;
+        c
+    }
+
+    /// A server waiting for the peer's SYN.
+    pub fn server(cfg: Config) -> Self {
+        Self::new(cfg, State::Listen)
+    }
+
+    /// Sets the connection id written into every outgoing packet (chosen by the peer).
+    pub fn set_peer_conn_id(&mut self, id: u32) {
+        self.peer_conn_id = id;
+    }
+
+    /// Current state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// The reason the connection closed abnormally, if it did.
+    pub fn error(&self) -> Option<ConnError> {
+        self.error
+    }
+
+    /// True when the connection is finished (normally or not) and may be dropped.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// The configuration this connection runs with.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    // ----- application side -----
+
+    /// Bytes `write` would accept now.
+    pub fn write_capacity(&self) -> usize {
+        if self.state == State::Closed {
+            0
+        } else {
+            self.sender.write_capacity()
+        }
+    }
+
+    /// Queues bytes for sending; returns how many were accepted (0 when the buffer is full).
+    pub fn write(&mut self, data: Bytes) -> usize {
+        if self.state == State::Closed {
+            return 0;
+        }
+        self.sender.write(data)
+    }
+
+    /// Ends this side's byte stream once the queued bytes are sent.
+    pub fn finish(&mut self) {
+        self.sender.finish();
+    }
+
+    /// Aborts the connection: an RST goes out on the next poll.
+    pub fn abort(&mut self) {
+        if self.state != State::Closed {
+            self.send_rst = true;
+            self.state = State::Closed;
+            self.error = Some(ConnError::Reset);
+        }
+    }
+
+    /// Sets ECN-Echo on outgoing ACKs until the peer answers with CWR (RFC 3168): the
+    /// receiver-side hook through which an ACK policy signals congestion.
+    pub fn echo_congestion(&mut self) {
+        self.receiver.latch_ece();
+    }
+
+    /// Takes the next chunk of received bytes, in order.
+    pub fn read_chunk(&mut self) -> Option<Bytes> {
+        self.partial_read.take().or_else(|| self.receiver.read_chunk())
+    }
+
+    /// Copies received bytes into `buf`; returns how many.
+    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            let Some(mut chunk) = self.read_chunk() else { break };
+            let take = chunk.len().min(buf.len() - n);
+            buf[n..n + take].copy_from_slice(&chunk.split_to(take));
+            n += take;
+            if !chunk.is_empty() {
+                self.partial_read = Some(chunk);
+            }
+        }
+        n
+    }
+
+    /// Bytes ready to read.
+    pub fn readable(&self) -> usize {
+        self.receiver.readable() + self.partial_read.as_ref().map_or(0, |b| b.len())
+    }
+
+    /// True once the peer has finished its stream and every byte of it has been read.
+    pub fn peer_finished(&self) -> bool {
+        self.receiver.fin_delivered() && self.readable() == 0
+    }
+
+    /// True once everything written (and the FIN, if `finish` was called) is acknowledged.
+    pub fn all_acked(&self) -> bool {
+        self.sender.all_acked()
+    }
+
+    // ----- driver side -----
+
+    /// Parses raw bytes and handles the packet.
+    pub fn handle_datagram(&mut self, now: Instant, bytes: &[u8]) -> Result<(), WireError> {
+        let p = Packet::parse(bytes)?;
+        self.handle_packet(now, p);
+        Ok(())
+    }
+
+    /// Writes the next packet to send into `buf`; returns its length.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Result<usize, WireError>> {
+        self.poll_packet(now).map(|p| p.emit(buf))
+    }
+
+    /// Handles an arriving packet.
+    pub fn handle_packet(&mut self, now: Instant, p: Packet) {
+        if p.flags.contains(Flags::RST) {
+            if !matches!(self.state, State::Listen | State::Closed) {
+                self.state = State::Closed;
+                self.error = Some(ConnError::Reset);
+            }
+            return;
+        }
+        let syn = p.flags.contains(Flags::SYN);
+        let ack = p.flags.contains(Flags::ACK);
+        match self.state {
+            State::Closed => {}
+            State::Listen => {
+                if syn && !ack {
+                    self.negotiate(&p);
+                    self.peer_syn_ts = p.ts_val;
+                    self.state = State::SynReceived;
+                    self.send_syn = true;
+                }
+            }
+            State::SynSent => {
+                if syn && ack {
+                    self.negotiate(&p);
+                    if p.ts_ecr != 0 {
+                        let rtt = now.timestamp_micros().wrapping_sub(p.ts_ecr);
+                        self.sender.rtt.on_sample(core::time::Duration::from_micros(rtt as u64));
+                    }
+                    self.state = State::Established;
+                    self.handshake_deadline = None;
+                    self.receiver.request_ack();
+                }
+            }
+            State::SynReceived => {
+                if syn && !ack {
+                    self.send_syn = true; // our SYN-ACK was lost: send it again
+                } else if ack && !syn {
+                    self.state = State::Established;
+                    self.handshake_deadline = None;
+                    self.on_established_packet(now, p);
+                }
+            }
+            State::Established => {
+                if syn {
+                    self.receiver.request_ack(); // duplicate SYN-ACK: our ACK was lost
+                } else {
+                    self.on_established_packet(now, p);
+                }
+            }
+        }
+    }
+
+    fn negotiate(&mut self, p: &Packet) {
+        let sack = self.cfg.scheme.uses_sack() && p.flags.contains(Flags::SACK_PERMITTED);
+        self.sender.configure(p.mss, p.window, sack);
+        if sack {
+            self.receiver.enable_sack(self.cfg.max_sack_blocks);
+        }
+    }
+
+    fn on_established_packet(&mut self, now: Instant, p: Packet) {
+        let occupies = p.occupies_segment();
+        if p.flags.contains(Flags::ACK) {
+            self.sender.on_ack(
+                now,
+                &AckInfo {
+                    ack: p.ack,
+                    window: p.window,
+                    ts_ecr: p.ts_ecr,
+                    sack: p.sack.as_slice(),
+                    ece: p.flags.contains(Flags::ECE),
+                    pure: !occupies,
+                },
+            );
+        }
+        if occupies {
+            let fin = p.flags.contains(Flags::FIN);
+            let cwr = p.flags.contains(Flags::CWR);
+            self.receiver.on_segment(now, p.seg, p.payload, fin, p.ts_val, cwr);
+        }
+        if self.linger_deadline.is_none() && self.receiver.fin_delivered() && self.sender.fin_acked() {
+            // Both streams are done. Linger so a retransmitted FIN still gets its ACK.
+            self.linger_deadline = Some(now + self.sender.rtt.rto() * 2);
+        }
+    }
+
+    /// The next packet to send, if any. Call until it returns `None`.
+    pub fn poll_packet(&mut self, now: Instant) -> Option<Packet> {
+        if self.send_rst {
+            self.send_rst = false;
+            return Some(self.packet(now, Flags::RST, self.sender.nxt(), Bytes::new()));
+        }
+        match self.state {
+            State::Closed | State::Listen => None,
+            State::SynSent | State::SynReceived => self.poll_handshake(now),
+            State::Established => {
+                if let Some(s) = self.sender.poll_segment(now) {
+                    let mut flags = Flags::empty();
+                    if s.fin {
+                        flags.insert(Flags::FIN);
+                    }
+                    if s.cwr {
+                        flags.insert(Flags::CWR);
+                    }
+                    return Some(self.packet(now, flags, s.seg, s.payload));
+                }
+                if self.receiver.wants_ack(now) {
+                    self.acks_sent += 1;
+                    return Some(self.packet(now, Flags::empty(), self.sender.nxt(), Bytes::new()));
+                }
+                None
+            }
+        }
+    }
+
+    fn poll_handshake(&mut self, now: Instant) -> Option<Packet> {
+        if !self.send_syn {
+            return None;
+        }
+        self.send_syn = false;
+        self.handshake_tries += 1;
+        let backoff = 1u32 << (self.handshake_tries - 1).min(6);
+        self.handshake_deadline = Some(now + self.cfg.initial_rto * backoff);
+        let mut flags = Flags::SYN;
+        if self.cfg.scheme.uses_sack() {
+            flags.insert(Flags::SACK_PERMITTED);
+        }
+        let server = self.state == State::SynReceived;
+        if server {
+            flags.insert(Flags::ACK);
+        }
+        Some(Packet {
+            conn_id: self.peer_conn_id,
+            flags,
+            seg: 0,
+            ack: 0,
+            window: self.cfg.recv_window,
+            ts_val: timestamp(now),
+            ts_ecr: if server { self.peer_syn_ts } else { 0 },
+            mss: Some(self.cfg.mss),
+            ..Packet::default()
+        })
+    }
+
+    fn packet(&mut self, now: Instant, mut flags: Flags, seg: u64, payload: Bytes) -> Packet {
+        let a = self.receiver.take_ack();
+        flags.insert(Flags::ACK);
+        if a.ece {
+            flags.insert(Flags::ECE);
+        }
+        Packet {
+            conn_id: self.peer_conn_id,
+            flags,
+            seg,
+            ack: a.ack,
+            window: a.window,
+            ts_val: timestamp(now),
+            ts_ecr: a.ts_ecr,
+            mss: None,
+            sack: a.sack,
+            payload,
+        }
+    }
+
+    /// When [`Connection::handle_timeout`] must next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t: Option<Instant> = None;
+        let mut consider = |d: Option<Instant>| {
+            if let Some(d) = d {
+                t = Some(t.map_or(d, |x| x.min(d)));
+            }
+        };
+        match self.state {
+            State::SynSent | State::SynReceived => consider(self.handshake_deadline),
+            State::Established => {
+                consider(self.sender.timeout());
+                consider(self.receiver.timeout());
+                consider(self.linger_deadline);
+            }
+            _ => {}
+        }
+        t
+    }
+
+    /// Handles every timer that is due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self.state {
+            State::SynSent | State::SynReceived => {
+                if self.handshake_deadline.is_some_and(|d| d <= now) {
+                    self.handshake_deadline = None;
+                    if self.handshake_tries > self.cfg.syn_retries {
+                        self.state = State::Closed;
+                        self.error = Some(ConnError::HandshakeTimeout);
+                    } else {
+                        self.send_syn = true;
+                    }
+                }
+            }
+            State::Established => {
+                if self.sender.timeout().is_some_and(|d| d <= now) {
+                    self.sender.on_timeout(now);
+                }
+                if self.linger_deadline.is_some_and(|d| d <= now) {
+                    self.state = State::Closed;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // ----- observation -----
+
+    /// Congestion window in segments.
+    pub fn cwnd(&self) -> f64 {
+        self.sender.cc.cwnd()
+    }
+
+    /// Slow-start threshold in segments.
+    pub fn ssthresh(&self) -> f64 {
+        self.sender.cc.ssthresh()
+    }
+
+    /// Segments believed in flight.
+    pub fn pipe(&self) -> usize {
+        self.sender.pipe()
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        let s = &self.sender;
+        let r = &self.receiver;
+        Stats {
+            data_packets_sent: s.data_packets_sent,
+            retransmissions: s.retransmissions,
+            payload_bytes_sent: s.payload_bytes_sent,
+            bytes_acked: s.bytes_acked,
+            acks_sent: self.acks_sent,
+            fast_recoveries: s.fast_recoveries,
+            timeouts: s.timeouts,
+            ecn_reductions: s.ecn_reductions,
+            dup_acks_received: s.dup_acks_received,
+            segments_received: r.segments_received,
+            duplicate_segments: r.duplicate_segments,
+            bytes_delivered: r.bytes_delivered,
+            srtt: s.rtt.srtt(),
+            mean_rtt: s.rtt.mean(),
+            rto: s.rtt.rto(),
+        }
+    }
+}
+
+fn timestamp(now: Instant) -> u32 {
+    // Zero means "no timestamp" in ts_ecr, so never send it.
+    now.timestamp_micros().max(1)
+}

@@ -1,0 +1,23 @@
+//! tcpfec-proto: the sans-IO protocol engine of tcpfec.
+//!
+//! A [`Connection`] is a state machine driven from outside: it never touches sockets,
+//! clocks or threads. Time comes in as an [`Instant`]; packets come in and go out as
+//! [`wire::Packet`] values (or raw bytes). The same engine runs in the simulator and over
+//! real UDP.
+
+pub mod cc;
+pub mod config;
+pub mod connection;
+mod receiver;
+pub mod rtt;
+mod scoreboard;
+mod sender;
+pub mod stats;
+pub mod time;
+pub mod wire;
+
+pub use config::{Config, Recovery, Scheme, BASELINE_SCHEMES};
+pub use connection::{ConnError, Connection, State};
+pub use stats::Stats;
+pub use time::Instant;
+pub use wire::{Flags, Packet, SackBlock, SackBlocks, WireError};

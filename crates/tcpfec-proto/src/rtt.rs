@@ -1,0 +1,144 @@
+//! Round-trip time estimation and the retransmission timeout (RFC 6298).
+
+use core::time::Duration;
+
+/// Smoothed RTT, RTT variance and the RTO derived from them, with exponential back-off.
+#[derive(Debug, Clone)]
+pub struct RttEstimator {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    min_rtt: Option<Duration>,
+    latest: Option<Duration>,
+    initial_rto: Duration,
+    min_rto: Duration,
+    max_rto: Duration,
+    granularity: Duration,
+    backoff: u32,
+    samples: u64,
+    sample_sum_ns: u128,
+}
+
+impl RttEstimator {
+    /// A fresh estimator. `granularity` is RFC 6298's clock granularity G.
+    pub fn new(
+        initial_rto: Duration,
+        min_rto: Duration,
+        max_rto: Duration,
+        granularity: Duration,
+    ) -> Self {
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            min_rtt: None,
+            latest: None,
+            initial_rto,
+            min_rto,
+            max_rto,
+            granularity,
+            backoff: 0,
+            samples: 0,
+            sample_sum_ns: 0,
+        }
+    }
+
+    /// Feeds one RTT measurement (RFC 6298 §2.2–2.3, α = 1/8, β = 1/4).
+    pub fn on_sample(&mut self, rtt: Duration) {
+        self.latest = Some(rtt);
+        self.samples += 1;
+        self.sample_sum_ns += rtt.as_nanos();
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        match self.srtt {
+            None => {
+                self.srtt = Some(rtt);
+                self.rttvar = rtt / 2;
+            }
+            Some(srtt) => {
+                let diff = if srtt > rtt { srtt - rtt } else { rtt - srtt };
+                self.rttvar = (self.rttvar * 3 + diff) / 4;
+                self.srtt = Some((srtt * 7 + rtt) / 8);
+            }
+        }
+    }
+
+    /// The current RTO including back-off, clamped to [min_rto, max_rto].
+    pub fn rto(&self) -> Duration {
+        let base = match self.srtt {
+            None => self.initial_rto,
+            Some(srtt) => srtt + self.granularity.max(self.rttvar * 4),
+        };
+        let base = base.max(self.min_rto);
+        let backed = base.saturating_mul(1u32 << self.backoff.min(16));
+        backed.min(self.max_rto)
+    }
+
+    /// Doubles the RTO after a timeout (RFC 6298 §5.5).
+    pub fn back_off(&mut self) {
+        self.backoff = (self.backoff + 1).min(16);
+    }
+
+    /// Clears the back-off once new data is acknowledged.
+    pub fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
+    /// Smoothed RTT, once a sample exists.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
+    }
+
+    /// Smallest RTT seen.
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.min_rtt
+    }
+
+    /// Most recent sample.
+    pub fn latest(&self) -> Option<Duration> {
+        self.latest
+    }
+
+    /// Mean of all samples (for reports and analytic models).
+    pub fn mean(&self) -> Option<Duration> {
+        (self.samples > 0).then(|| Duration::from_nanos((self.sample_sum_ns / self.samples as u128) as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est() -> RttEstimator {
+        RttEstimator::new(
+            Duration::from_secs(1),
+            Duration::from_millis(200),
+            Duration::from_secs(60),
+            Duration::from_millis(1),
+        )
+    }
+
+    #[test]
+    fn first_sample_sets_srtt_and_half_variance() {
+        let mut e = est();
+        assert_eq!(e.rto(), Duration::from_secs(1));
+        e.on_sample(Duration::from_millis(100));
+        // RTO = 100 + 4 * 50 = 300 ms.
+        assert_eq!(e.rto(), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn min_rto_and_backoff_apply() {
+        let mut e = est();
+        for _ in 0..50 {
+            e.on_sample(Duration::from_millis(10));
+        }
+        assert_eq!(e.rto(), Duration::from_millis(200));
+        e.back_off();
+        e.back_off();
+        assert_eq!(e.rto(), Duration::from_millis(800));
+        for _ in 0..20 {
+            e.back_off();
+        }
+        assert_eq!(e.rto(), Duration::from_secs(60));
+        e.reset_backoff();
+        assert_eq!(e.rto(), Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,365 @@
+//! The sender's record of every unacknowledged segment: SACKed, lost, retransmitted.
+//!
+//! Counters are kept incrementally so that `pipe` (RFC 6675 §4) and the search for the next
+//! segment to retransmit cost O(1) amortised per segment, not O(window) per ACK.
+
+use crate::wire::SackBlock;
+use bytes::Bytes;
+use std::collections::VecDeque;
+
+/// One unacknowledged segment.
+#[derive(Debug, Clone)]
+pub(crate) struct SentSegment {
+    pub payload: Bytes,
+    pub fin: bool,
+    sacked: bool,
+    lost: bool,
+    /// Retransmitted since it was last marked lost (implies `lost`).
+    retransmitted: bool,
+}
+
+/// Outstanding segments `[una, una + len)` and their loss-recovery state.
+#[derive(Debug, Default)]
+pub(crate) struct Scoreboard {
+    una: u64,
+    segs: VecDeque<SentSegment>,
+    bytes_outstanding: usize,
+    sacked: usize,
+    /// Lost and not SACKed.
+    lost: usize,
+    /// Lost, retransmitted and not SACKed: in flight again.
+    retrans_out: usize,
+    /// Known SACKed runs above `una`, sorted and disjoint, so repeated blocks cost nothing.
+    sacked_runs: Vec<(u64, u64)>,
+    /// Segments below `scan` have been judged by the RFC 6675 IsLost rule.
+    scan: usize,
+    sacked_below_scan: usize,
+    /// No segment below this index waits for a retransmission.
+    rexmit_hint: usize,
+}
+
+impl Scoreboard {
+    /// First unacknowledged segment number.
+    pub fn una(&self) -> u64 {
+        self.una
+    }
+    /// Next segment number to assign.
+    pub fn nxt(&self) -> u64 {
+        self.una + self.segs.len() as u64
+    }
+    /// Outstanding segments.
+    pub fn outstanding(&self) -> usize {
+        self.segs.len()
+    }
+    /// Outstanding payload bytes.
+    pub fn bytes_outstanding(&self) -> usize {
+        self.bytes_outstanding
+    }
+    /// Segments believed in the network (RFC 6675 pipe, counted in segments).
+    pub fn pipe(&self) -> usize {
+        self.segs.len() - self.sacked - self.lost + self.retrans_out
+    }
+    /// The segment with number `seg`, if outstanding.
+    pub fn get(&self, seg: u64) -> Option<&SentSegment> {
+        self.index(seg).map(|i| &self.segs[i])
+    }
+    /// True if the first unacknowledged segment is marked lost.
+    pub fn una_is_lost(&self) -> bool {
+        self.segs.front().is_some_and(|s| s.lost)
+    }
+
+    fn index(&self, seg: u64) -> Option<usize> {
+        let i = seg.checked_sub(self.una)? as usize;
+        (i < self.segs.len()).then_some(i)
+    }
+
+    /// Records a newly sent segment and returns its number.
+    pub fn push(&mut self, payload: Bytes, fin: bool) -> u64 {
+        let seg = self.nxt();
+        self.bytes_outstanding += payload.len();
+        self.segs.push_back(SentSegment {
+            payload,
+            fin,
+            sacked: false,
+            lost: false,
+            retransmitted: false,
+        });
+        seg
+    }
+
+    /// Cumulative ACK up to (not including) `ack`. Returns segments and payload bytes acked.
+    pub fn ack_to(&mut self, ack: u64) -> (u64, usize) {
+        let k = ack.saturating_sub(self.una).min(self.segs.len() as u64) as usize;
+        let mut bytes = 0;
+        for i in 0..k {
+            let s = self.segs.pop_front().expect("k <= len");
+            bytes += s.payload.len();
+            if s.sacked {
+                self.sacked -= 1;
+                if i < self.scan {
+                    self.sacked_below_scan -= 1;
+                }
+            } else if s.lost {
+                self.lost -= 1;
+                if s.retransmitted {
+                    self.retrans_out -= 1;
+                }
+            }
+        }
+        self.bytes_outstanding -= bytes;
+        self.una += k as u64;
+        self.scan = self.scan.saturating_sub(k);
+        self.rexmit_hint = self.rexmit_hint.saturating_sub(k);
+        let una = self.una;
+        self.sacked_runs.retain_mut(|r| {
+            r.0 = r.0.max(una);
+            r.0 < r.1
+        });
+        (k as u64, bytes)
+    }
+
+    /// Applies SACK blocks; returns how many segments became SACKed.
+    pub fn apply_sack(&mut self, blocks: &[SackBlock]) -> usize {
+        let mut newly = 0;
+        for b in blocks {
+            let (start, end) = (b.start.max(self.una), b.end.min(self.nxt()));
+            if start >= end {
+                continue;
+            }
+            newly += self.sack_run(start, end);
+        }
+        newly
+    }
+
+    fn sack_run(&mut self, start: u64, end: u64) -> usize {
+        // Walk the known runs to find the parts of [start, end) not yet SACKed.
+        let mut newly = 0;
+        let mut cursor = start;
+        let mut fresh: Vec<(u64, u64)> = Vec::new();
+        for &(rs, re) in &self.sacked_runs {
+            if re <= cursor {
+                continue;
+            }
+            if rs >= end {
+                break;
+            }
+            if rs > cursor {
+                fresh.push((cursor, rs));
+            }
+            cursor = cursor.max(re);
+            if cursor >= end {
+                break;
+            }
+        }
+        if cursor < end {
+            fresh.push((cursor, end));
+        }
+        if fresh.is_empty() {
+            return 0;
+        }
+        for (fs, fe) in fresh {
+            for seg in fs..fe {
+                let i = (seg - self.una) as usize;
+                let s = &mut self.segs[i];
+                if s.sacked {
+                    continue;
+                }
+                if s.lost {
+                    self.lost -= 1;
+                    if s.retransmitted {
+                        self.retrans_out -= 1;
+                    }
+                }
+                s.sacked = true;
+                s.lost = false;
+                s.retransmitted = false;
+                self.sacked += 1;
+                if i < self.scan {
+                    self.sacked_below_scan += 1;
+                }
+                newly += 1;
+            }
+        }
+        self.insert_run(start, end);
+        newly
+    }
+
+    fn insert_run(&mut self, start: u64, end: u64) {
+        let runs = &mut self.sacked_runs;
+        let pos = runs.partition_point(|r| r.1 < start);
+        let mut s = start;
+        let mut e = end;
+        let mut j = pos;
+        while j < runs.len() && runs[j].0 <= e {
+            s = s.min(runs[j].0);
+            e = e.max(runs[j].1);
+            j += 1;
+        }
+        runs.splice(pos..j, std::iter::once((s, e)));
+    }
+
+    /// RFC 6675 IsLost: marks lost every un-SACKed segment with at least `dupthresh`
+    /// SACKed segments above it. Returns how many were newly marked.
+    pub fn mark_lost_by_sack(&mut self, dupthresh: usize) -> usize {
+        let mut newly = 0;
+        while self.scan < self.segs.len() {
+            let s = &self.segs[self.scan];
+            let above = self.sacked - self.sacked_below_scan - s.sacked as usize;
+            if above < dupthresh {
+                break;
+            }
+            if s.sacked {
+                self.sacked_below_scan += 1;
+            } else if !s.lost {
+                self.set_lost(self.scan);
+                newly += 1;
+            }
+            self.scan += 1;
+        }
+        newly
+    }
+
+    fn set_lost(&mut self, i: usize) {
+        let s = &mut self.segs[i];
+        debug_assert!(!s.sacked && !s.lost);
+        s.lost = true;
+        s.retransmitted = false;
+        self.lost += 1;
+        self.rexmit_hint = self.rexmit_hint.min(i);
+    }
+
+    /// Marks segment `seg` lost (if outstanding, not SACKed and not already lost).
+    pub fn mark_lost(&mut self, seg: u64) {
+        if let Some(i) = self.index(seg) {
+            let s = &self.segs[i];
+            if !s.sacked && !s.lost {
+                self.set_lost(i);
+            }
+        }
+    }
+
+    /// Marks every un-SACKed outstanding segment lost and not yet retransmitted (after an
+    /// RTO, or Tahoe's fast retransmit): they all go out again as the window allows.
+    pub fn mark_all_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            if !s.sacked {
+                s.lost = true;
+                s.retransmitted = false;
+            }
+        }
+        self.lost = self.segs.len() - self.sacked;
+        self.retrans_out = 0;
+        self.rexmit_hint = 0;
+        self.scan = self.segs.len();
+        self.sacked_below_scan = self.sacked;
+    }
+
+    /// The lowest segment that is lost and not yet retransmitted.
+    pub fn next_retransmission(&mut self) -> Option<u64> {
+        if self.lost == self.retrans_out {
+            return None;
+        }
+        while self.rexmit_hint < self.segs.len() {
+            let s = &self.segs[self.rexmit_hint];
+            if s.lost && !s.retransmitted {
+                return Some(self.una + self.rexmit_hint as u64);
+            }
+            self.rexmit_hint += 1;
+        }
+        None
+    }
+
+    /// Records that lost segment `seg` was retransmitted.
+    pub fn on_retransmitted(&mut self, seg: u64) {
+        if let Some(i) = self.index(seg) {
+            let s = &mut self.segs[i];
+            if s.lost && !s.retransmitted {
+                s.retransmitted = true;
+                self.retrans_out += 1;
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn check_counters(&self) {
+        let sacked = self.segs.iter().filter(|s| s.sacked).count();
+        let lost = self.segs.iter().filter(|s| s.lost && !s.sacked).count();
+        let rout = self
+            .segs
+            .iter()
+            .filter(|s| s.lost && s.retransmitted && !s.sacked)
+            .count();
+        assert_eq!((self.sacked, self.lost, self.retrans_out), (sacked, lost, rout));
+        let below = self.segs.iter().take(self.scan).filter(|s| s.sacked).count();
+        assert_eq!(self.sacked_below_scan, below);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(n: u64) -> Scoreboard {
+        let mut sb = Scoreboard::default();
+        for _ in 0..n {
+            sb.push(Bytes::from_static(b"0123456789"), false);
+        }
+        sb
+    }
+
+    fn blk(start: u64, end: u64) -> SackBlock {
+        SackBlock { start, end }
+    }
+
+    #[test]
+    fn sack_then_is_lost_marks_holes_with_three_sacked_above() {
+        let mut sb = board(10);
+        // Segment 0 and 4 lost; 1..4 and 5..8 SACKed.
+        assert_eq!(sb.apply_sack(&[blk(1, 4), blk(5, 8)]), 6);
+        assert_eq!(sb.apply_sack(&[blk(1, 4)]), 0, "repeated blocks count once");
+        sb.mark_lost_by_sack(3);
+        sb.check_counters();
+        assert!(sb.una_is_lost());
+        assert!(sb.get(4).unwrap().lost);
+        assert!(!sb.get(8).unwrap().lost, "only 0 SACKed above segment 8");
+        assert_eq!(sb.pipe(), 10 - 6 - 2);
+        assert_eq!(sb.next_retransmission(), Some(0));
+        sb.on_retransmitted(0);
+        assert_eq!(sb.next_retransmission(), Some(4));
+        sb.on_retransmitted(4);
+        assert_eq!(sb.next_retransmission(), None);
+        assert_eq!(sb.pipe(), 4);
+        sb.check_counters();
+        assert_eq!(sb.ack_to(4), (4, 40));
+        sb.check_counters();
+        assert_eq!(sb.pipe(), 3);
+        assert_eq!(sb.ack_to(10), (6, 60));
+        sb.check_counters();
+        assert_eq!((sb.outstanding(), sb.bytes_outstanding()), (0, 0));
+    }
+
+    #[test]
+    fn rto_marks_everything_unsacked_lost() {
+        let mut sb = board(6);
+        sb.apply_sack(&[blk(2, 3)]);
+        sb.mark_all_lost();
+        sb.check_counters();
+        assert_eq!(sb.pipe(), 0);
+        let mut order = vec![];
+        while let Some(s) = sb.next_retransmission() {
+            sb.on_retransmitted(s);
+            order.push(s);
+        }
+        assert_eq!(order, vec![0, 1, 3, 4, 5]);
+        sb.check_counters();
+    }
+
+    #[test]
+    fn overlapping_blocks_merge() {
+        let mut sb = board(20);
+        sb.apply_sack(&[blk(3, 6), blk(10, 12)]);
+        assert_eq!(sb.apply_sack(&[blk(4, 11)]), 4);
+        assert_eq!(sb.sacked_runs, vec![(3, 12)]);
+        sb.check_counters();
+    }
+}

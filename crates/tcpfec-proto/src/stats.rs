@@ -1,0 +1,39 @@
+//! Per-connection counters (SPEC C6), cheap to copy out at any time.
+
+use core::time::Duration;
+
+/// Counters of one connection. Sender-side fields count this endpoint's data direction,
+/// receiver-side fields the peer's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stats {
+    /// Data segments sent, first transmissions and retransmissions (FIN included).
+    pub data_packets_sent: u64,
+    /// Of those, retransmissions.
+    pub retransmissions: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub payload_bytes_sent: u64,
+    /// Application bytes acknowledged by the peer.
+    pub bytes_acked: u64,
+    /// Pure acknowledgements sent.
+    pub acks_sent: u64,
+    /// Entries into fast retransmit / fast recovery.
+    pub fast_recoveries: u64,
+    /// Retransmission timeouts that fired with data outstanding.
+    pub timeouts: u64,
+    /// Window reductions caused by ECN-Echo.
+    pub ecn_reductions: u64,
+    /// Duplicate ACKs received.
+    pub dup_acks_received: u64,
+    /// Data segments received (duplicates included).
+    pub segments_received: u64,
+    /// Data segments received that had already arrived.
+    pub duplicate_segments: u64,
+    /// Application bytes delivered in order to the reader's buffer.
+    pub bytes_delivered: u64,
+    /// Smoothed RTT at the time of the snapshot.
+    pub srtt: Option<Duration>,
+    /// Mean of all RTT samples.
+    pub mean_rtt: Option<Duration>,
+    /// Current RTO.
+    pub rto: Duration,
+}

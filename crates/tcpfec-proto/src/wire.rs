@@ -1,0 +1,399 @@
+//! The wire format: a parsed representation ([`Packet`]) with checked `parse` and `emit`.
+//!
+//! Layout (version 1, all integers big-endian) is documented in `docs/wire.md`. Every field is
+//! checked on parse; any byte string either parses or yields a [`WireError`], never a panic.
+//! The payload is carried as [`Bytes`], so parsing from a `Bytes` buffer is zero-copy.
+
+use bytes::Bytes;
+
+/// Wire format version this module reads and writes.
+pub const VERSION: u8 = 1;
+/// Length of the fixed header in bytes, before options and payload.
+pub const FIXED_HEADER_LEN: usize = 40;
+/// Most SACK blocks one packet can carry.
+pub const MAX_SACK_BLOCKS: usize = 4;
+
+const TYPE_SEGMENT: u8 = 0;
+const OPT_SACK: u8 = 1;
+const OPT_MSS: u8 = 2;
+
+/// Why a byte string is not a valid packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WireError {
+    /// Shorter than the fixed header, or than the lengths it announces.
+    Truncated,
+    /// A version this implementation does not speak.
+    UnknownVersion(u8),
+    /// A packet type this implementation does not know.
+    UnknownType(u8),
+    /// Flag bits that are reserved in this version are set.
+    ReservedFlags(u16),
+    /// The reserved header byte is not zero.
+    ReservedByte(u8),
+    /// Bytes left over after the announced payload.
+    TrailingBytes,
+    /// An option is malformed (bad length, bad SACK block, repeated, or unknown type).
+    BadOption(&'static str),
+    /// The payload is longer than a 16-bit length can say.
+    PayloadTooLong,
+    /// The output buffer is too small for `emit`.
+    BufferTooSmall,
+}
+
+impl core::fmt::Display for WireError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            WireError::Truncated => write!(f, "packet truncated"),
+            WireError::UnknownVersion(v) => write!(f, "unknown wire version {v}"),
+            WireError::UnknownType(t) => write!(f, "unknown packet type {t}"),
+            WireError::ReservedFlags(b) => write!(f, "reserved flag bits set: {b:#06x}"),
+            WireError::ReservedByte(b) => write!(f, "reserved byte is {b}, not 0"),
+            WireError::TrailingBytes => write!(f, "trailing bytes after payload"),
+            WireError::BadOption(why) => write!(f, "bad option: {why}"),
+            WireError::PayloadTooLong => write!(f, "payload longer than 65535 bytes"),
+            WireError::BufferTooSmall => write!(f, "output buffer too small"),
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
+
+/// Header flags (a bit set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Flags(pub u16);
+
+impl Flags {
+    /// Opens a connection.
+    pub const SYN: Flags = Flags(1 << 0);
+    /// The `ack` field is valid.
+    pub const ACK: Flags = Flags(1 << 1);
+    /// This segment ends the sender's byte stream; it occupies one segment number.
+    pub const FIN: Flags = Flags(1 << 2);
+    /// Aborts the connection.
+    pub const RST: Flags = Flags(1 << 3);
+    /// ECN-Echo: the receiver asks the sender to react as to congestion (RFC 3168).
+    pub const ECE: Flags = Flags(1 << 4);
+    /// Congestion Window Reduced: the sender has reacted to ECE (RFC 3168).
+    pub const CWR: Flags = Flags(1 << 5);
+    /// On SYN / SYN-ACK: the sender of this packet understands SACK blocks.
+    pub const SACK_PERMITTED: Flags = Flags(1 << 6);
+    /// All bits defined in this version.
+    pub const KNOWN: u16 = 0x7f;
+
+    /// No flag set.
+    pub const fn empty() -> Flags {
+        Flags(0)
+    }
+    /// True if every bit of `other` is set here.
+    pub const fn contains(self, other: Flags) -> bool {
+        self.0 & other.0 == other.0
+    }
+    /// Sets the bits of `other`.
+    pub fn insert(&mut self, other: Flags) {
+        self.0 |= other.0;
+    }
+}
+
+impl core::ops::BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, o: Flags) -> Flags {
+        Flags(self.0 | o.0)
+    }
+}
+
+/// A run of received segments `[start, end)` reported by the receiver (RFC 2018 style).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct SackBlock {
+    /// First segment number of the run.
+    pub start: u64,
+    /// One past the last segment number of the run.
+    pub end: u64,
+}
+
+/// Up to [`MAX_SACK_BLOCKS`] SACK blocks, most recent first, stored inline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct SackBlocks {
+    blocks: [SackBlock; MAX_SACK_BLOCKS],
+    len: u8,
+}
+
+impl SackBlocks {
+    /// Appends a block; returns false (and drops it) when full.
+    pub fn push(&mut self, b: SackBlock) -> bool {
+        if (self.len as usize) < MAX_SACK_BLOCKS {
+            self.blocks[self.len as usize] = b;
+            self.len += 1;
+            true
+        } else {
+            false
+        }
+    }
+    /// The blocks present.
+    pub fn as_slice(&self) -> &[SackBlock] {
+        &self.blocks[..self.len as usize]
+    }
+    /// Number of blocks.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    /// True if there are no blocks.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// One packet, parsed. Data, acknowledgement and control travel in the same packet type.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Packet {
+    /// Connection identifier chosen by the receiver of this packet (for demultiplexing).
+    pub conn_id: u32,
+    /// Header flags.
+    pub flags: Flags,
+    /// Segment number of this segment; for packets without data, the sender's next segment.
+    pub seg: u64,
+    /// Cumulative acknowledgement: the next segment number the sender of this packet expects.
+    pub ack: u64,
+    /// Receive window in bytes, counted from the first unacknowledged byte.
+    pub window: u32,
+    /// Sender's timestamp in microseconds (wrapping), for RTT measurement.
+    pub ts_val: u32,
+    /// Echo of the peer's `ts_val` that this packet acknowledges; 0 if none.
+    pub ts_ecr: u32,
+    /// Maximum payload per segment the sender of this packet accepts (on SYN packets).
+    pub mss: Option<u16>,
+    /// Selective acknowledgement blocks, most recent first.
+    pub sack: SackBlocks,
+    /// Application bytes carried by this segment.
+    pub payload: Bytes,
+}
+
+impl Packet {
+    /// True if this packet occupies a segment number (carries data or FIN).
+    pub fn occupies_segment(&self) -> bool {
+        !self.payload.is_empty() || self.flags.contains(Flags::FIN)
+    }
+
+    /// Length of the options area in bytes.
+    pub fn options_len(&self) -> usize {
+        let sack = if self.sack.is_empty() {
+            0
+        } else {
+            2 + 16 * self.sack.len()
+        };
+        let mss = if self.mss.is_some() { 4 } else { 0 };
+        sack + mss
+    }
+
+    /// Total encoded length in bytes.
+    pub fn encoded_len(&self) -> usize {
+        FIXED_HEADER_LEN + self.options_len() + self.payload.len()
+    }
+
+    /// Writes the packet into `out`, returning the number of bytes written.
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
+        if self.payload.len() > u16::MAX as usize {
+            return Err(WireError::PayloadTooLong);
+        }
+        let total = self.encoded_len();
+        if out.len() < total {
+            return Err(WireError::BufferTooSmall);
+        }
+        out[0] = VERSION;
+        out[1] = TYPE_SEGMENT;
+        out[2..4].copy_from_slice(&self.flags.0.to_be_bytes());
+        out[4..8].copy_from_slice(&self.conn_id.to_be_bytes());
+        out[8..16].copy_from_slice(&self.seg.to_be_bytes());
+        out[16..24].copy_from_slice(&self.ack.to_be_bytes());
+        out[24..28].copy_from_slice(&self.window.to_be_bytes());
+        out[28..32].copy_from_slice(&self.ts_val.to_be_bytes());
+        out[32..36].copy_from_slice(&self.ts_ecr.to_be_bytes());
+        out[36..38].copy_from_slice(&(self.payload.len() as u16).to_be_bytes());
+        out[38] = self.options_len() as u8;
+        out[39] = 0;
+        let mut at = FIXED_HEADER_LEN;
+        if let Some(mss) = self.mss {
+            out[at] = OPT_MSS;
+            out[at + 1] = 2;
+            out[at + 2..at + 4].copy_from_slice(&mss.to_be_bytes());
+            at += 4;
+        }
+        if !self.sack.is_empty() {
+            out[at] = OPT_SACK;
+            out[at + 1] = (16 * self.sack.len()) as u8;
+            at += 2;
+            for b in self.sack.as_slice() {
+                out[at..at + 8].copy_from_slice(&b.start.to_be_bytes());
+                out[at + 8..at + 16].copy_from_slice(&b.end.to_be_bytes());
+                at += 16;
+            }
+        }
+        out[at..at + self.payload.len()].copy_from_slice(&self.payload);
+        Ok(total)
+    }
+
+    /// Encodes into a fresh vector.
+    pub fn to_vec(&self) -> Result<Vec<u8>, WireError> {
+        let mut v = vec![0u8; self.encoded_len()];
+        let n = self.emit(&mut v)?;
+        v.truncate(n);
+        Ok(v)
+    }
+
+    /// Parses a packet, copying the payload out of `buf`.
+    pub fn parse(buf: &[u8]) -> Result<Packet, WireError> {
+        Self::parse_with(buf, |range| Bytes::copy_from_slice(&buf[range]))
+    }
+
+    /// Parses a packet whose payload shares `buf`'s memory (no copy).
+    pub fn parse_bytes(buf: &Bytes) -> Result<Packet, WireError> {
+        Self::parse_with(buf, |range| buf.slice(range))
+    }
+
+    fn parse_with(
+        buf: &[u8],
+        payload_of: impl FnOnce(core::ops::Range<usize>) -> Bytes,
+    ) -> Result<Packet, WireError> {
+        if buf.len() < FIXED_HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let u16_at = |i: usize| u16::from_be_bytes([buf[i], buf[i + 1]]);
+        let u32_at = |i: usize| u32::from_be_bytes(buf[i..i + 4].try_into().unwrap());
+        let u64_at = |i: usize| u64::from_be_bytes(buf[i..i + 8].try_into().unwrap());
+        if buf[0] != VERSION {
+            return Err(WireError::UnknownVersion(buf[0]));
+        }
+        if buf[1] != TYPE_SEGMENT {
+            return Err(WireError::UnknownType(buf[1]));
+        }
+        let flags = u16_at(2);
+        if flags & !Flags::KNOWN != 0 {
+            return Err(WireError::ReservedFlags(flags & !Flags::KNOWN));
+        }
+        if buf[39] != 0 {
+            return Err(WireError::ReservedByte(buf[39]));
+        }
+        let payload_len = u16_at(36) as usize;
+        let opt_len = buf[38] as usize;
+        let payload_start = FIXED_HEADER_LEN + opt_len;
+        let end = payload_start + payload_len;
+        if buf.len() < end {
+            return Err(WireError::Truncated);
+        }
+        if buf.len() > end {
+            return Err(WireError::TrailingBytes);
+        }
+        let mut p = Packet {
+            conn_id: u32_at(4),
+            flags: Flags(flags),
+            seg: u64_at(8),
+            ack: u64_at(16),
+            window: u32_at(24),
+            ts_val: u32_at(28),
+            ts_ecr: u32_at(32),
+            ..Packet::default()
+        };
+        parse_options(&buf[FIXED_HEADER_LEN..payload_start], &mut p)?;
+        p.payload = payload_of(payload_start..end);
+        Ok(p)
+    }
+}
+
+fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
+    let mut seen_sack = false;
+    while !opts.is_empty() {
+        if opts.len() < 2 {
+            return Err(WireError::BadOption("option header truncated"));
+        }
+        let (kind, len) = (opts[0], opts[1] as usize);
+        let body = opts
+            .get(2..2 + len)
+            .ok_or(WireError::BadOption("option body truncated"))?;
+        match kind {
+            OPT_MSS => {
+                if len != 2 || p.mss.is_some() {
+                    return Err(WireError::BadOption("MSS option length or repetition"));
+                }
+                p.mss = Some(u16::from_be_bytes([body[0], body[1]]));
+            }
+            OPT_SACK => {
+                if seen_sack || len == 0 || len % 16 != 0 || len / 16 > MAX_SACK_BLOCKS {
+                    return Err(WireError::BadOption("SACK option length or repetition"));
+                }
+                seen_sack = true;
+                for chunk in body.chunks_exact(16) {
+                    let start = u64::from_be_bytes(chunk[..8].try_into().unwrap());
+                    let end = u64::from_be_bytes(chunk[8..].try_into().unwrap());
+                    if start >= end {
+                        return Err(WireError::BadOption("SACK block with start >= end"));
+                    }
+                    p.sack.push(SackBlock { start, end });
+                }
+            }
+            _ => return Err(WireError::BadOption("unknown option type")),
+        }
+        opts = &opts[2 + len..];
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Packet {
+        let mut sack = SackBlocks::default();
+        sack.push(SackBlock { start: 10, end: 12 });
+        sack.push(SackBlock { start: 20, end: 25 });
+        Packet {
+            conn_id: 7,
+            flags: Flags::ACK | Flags::ECE,
+            seg: 1 << 40,
+            ack: 9,
+            window: 65535,
+            ts_val: 123,
+            ts_ecr: 456,
+            mss: Some(1460),
+            sack,
+            payload: Bytes::from_static(b"hello"),
+        }
+    }
+
+    #[test]
+    fn round_trip_keeps_every_field() {
+        let p = sample();
+        let bytes = p.to_vec().unwrap();
+        assert_eq!(bytes.len(), p.encoded_len());
+        assert_eq!(Packet::parse(&bytes).unwrap(), p);
+        assert_eq!(Packet::parse_bytes(&Bytes::from(bytes)).unwrap(), p);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let bytes = sample().to_vec().unwrap();
+        for n in 0..bytes.len() {
+            assert!(Packet::parse(&bytes[..n]).is_err(), "prefix {n} parsed");
+        }
+    }
+
+    #[test]
+    fn bad_fields_are_rejected() {
+        let good = sample().to_vec().unwrap();
+        let mut b = good.clone();
+        b[0] = 2;
+        assert_eq!(Packet::parse(&b), Err(WireError::UnknownVersion(2)));
+        let mut b = good.clone();
+        b[1] = 9;
+        assert_eq!(Packet::parse(&b), Err(WireError::UnknownType(9)));
+        let mut b = good.clone();
+        b[2] = 0x80;
+        assert!(matches!(Packet::parse(&b), Err(WireError::ReservedFlags(_))));
+        let mut b = good.clone();
+        b.push(0);
+        assert_eq!(Packet::parse(&b), Err(WireError::TrailingBytes));
+        let mut b = good;
+        // First SACK block start (after the 4-byte MSS option and 2-byte SACK header).
+        let at = FIXED_HEADER_LEN + 4 + 2;
+        b[at..at + 8].copy_from_slice(&100u64.to_be_bytes());
+        assert!(matches!(Packet::parse(&b), Err(WireError::BadOption(_))));
+    }
+}
