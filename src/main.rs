@@ -1,1 +1,236 @@
-fn main(){}
+//! tcpfec command-line interface: demo, simulation sweeps, scheme list, benchmarks.
+
+mod bench;
+mod demo;
+mod output;
+mod plot;
+mod runner;
+mod sweep;
+
+use clap::{Args, Parser, Subcommand};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// TCP-like reliable transport with adaptive forward error correction: a deterministic
+/// network simulator that reproduces the TCP-FEC literature, built on one sans-IO engine.
+#[derive(Parser)]
+#[command(name = "tcpfec", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate Tahoe, NewReno, SACK and CUBIC on the Sato ch. 4 path (100 Mb/s, 200 ms,
+    /// 0.05 % loss); print a table and write ./tcpfec-demo/cwnd.svg. Needs no arguments.
+    Demo {
+        /// Where to write the figure and CSV files.
+        #[arg(long, default_value = "tcpfec-demo")]
+        out: PathBuf,
+    },
+    /// Simulate any scenario. Every setting accepts a comma-separated list; the runs are
+    /// all combinations times the seeds, run in parallel.
+    Sim(Box<SimArgs>),
+    /// List the congestion-control schemes that --scheme accepts.
+    Schemes,
+    /// Measure speed.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchWhat {
+    /// Simulator wall time, events/s, packets/s and peak memory on two reference scenarios.
+    Sim {
+        /// Runs per scenario (the best is reported).
+        #[arg(long, default_value_t = 3)]
+        repeat: u32,
+        /// Internal: run one scenario in this process and print JSON.
+        #[arg(long, hide = true)]
+        child: Option<String>,
+    },
+}
+
+#[derive(Args)]
+struct SimArgs {
+    /// TOML file with settings (keys are these flag names; values may be lists).
+    /// Flags given on the command line override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Congestion control: tahoe, reno, newreno, sack, cubic [default: sack].
+    #[arg(long)]
+    scheme: Option<String>,
+    /// path (sender-R1-R2-receiver) or dumbbell (N sender/receiver pairs) [default: path].
+    #[arg(long)]
+    topology: Option<String>,
+    /// Number of flows [default: 1].
+    #[arg(long)]
+    flows: Option<String>,
+    /// Bottleneck rate, e.g. 100mbit [default: 100mbit].
+    #[arg(long)]
+    bottleneck: Option<String>,
+    /// Access link rate [default: the bottleneck rate].
+    #[arg(long)]
+    access_rate: Option<String>,
+    /// One-way bottleneck propagation delay, e.g. 200ms [default: 200ms].
+    #[arg(long)]
+    delay: Option<String>,
+    /// One-way access delay; A..B spreads flows evenly over the range [default: 1ms].
+    #[arg(long)]
+    access_delay: Option<String>,
+    /// Drop-tail queue limit of every link direction, packets [default: 50].
+    #[arg(long)]
+    buffer: Option<String>,
+    /// Data packet size on the wire, 40-byte header included [default: 1500].
+    #[arg(long)]
+    packet_size: Option<String>,
+    /// Random loss on the bottleneck, data direction: 0.05% or 0.0005 [default: 0.05%].
+    #[arg(long)]
+    loss: Option<String>,
+    /// Gilbert-Elliott loss instead: p,r,h,k (P good->bad, P bad->good, P deliver in bad,
+    /// P deliver in good); separate several models with ';'.
+    #[arg(long)]
+    ge: Option<String>,
+    /// Random loss on the bottleneck, ACK direction [default: 0].
+    #[arg(long)]
+    loss_reverse: Option<String>,
+    /// Delayed ACKs at the receiver: on or off [default: off].
+    #[arg(long)]
+    delayed_ack: Option<String>,
+    /// Initial congestion window, segments [default: 2].
+    #[arg(long)]
+    initial_window: Option<String>,
+    /// Minimum retransmission timeout [default: 200ms].
+    #[arg(long)]
+    min_rto: Option<String>,
+    /// Simulated time [default: 220s].
+    #[arg(long)]
+    duration: Option<String>,
+    /// Measurement window A..B, e.g. 20s..220s [default: the whole run].
+    #[arg(long)]
+    window: Option<String>,
+    /// Finite transfer of this many bytes per flow (e.g. 1080KiB) instead of bulk.
+    #[arg(long)]
+    transfer: Option<String>,
+    /// Start time of every flow, or A..B for uniformly random starts [default: 0s].
+    #[arg(long)]
+    start: Option<String>,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of seeds per point (seed, seed+1, ...).
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
+    /// Print one JSON object per run instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write results.csv and flows.csv into this directory.
+    #[arg(long, value_name = "DIR")]
+    csv: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+impl SimArgs {
+    fn axes(&self) -> Result<sweep::Axes, String> {
+        let mut axes = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--config: cannot read {}: {e}", path.display()))?;
+                sweep::Axes::from_toml(&text)
+                    .map_err(|e| format!("--config {}: {e}", path.display()))?
+            }
+            None => sweep::Axes::default(),
+        };
+        let mut flags = sweep::Axes::default();
+        let given = [
+            ("scheme", &self.scheme),
+            ("topology", &self.topology),
+            ("flows", &self.flows),
+            ("bottleneck", &self.bottleneck),
+            ("access-rate", &self.access_rate),
+            ("delay", &self.delay),
+            ("access-delay", &self.access_delay),
+            ("buffer", &self.buffer),
+            ("packet-size", &self.packet_size),
+            ("loss", &self.loss),
+            ("ge", &self.ge),
+            ("loss-reverse", &self.loss_reverse),
+            ("delayed-ack", &self.delayed_ack),
+            ("initial-window", &self.initial_window),
+            ("min-rto", &self.min_rto),
+            ("duration", &self.duration),
+            ("window", &self.window),
+            ("transfer", &self.transfer),
+            ("start", &self.start),
+        ];
+        for (axis, value) in given {
+            if let Some(v) = value {
+                flags.set(axis, v)?;
+            }
+        }
+        // A loss model on the command line replaces either kind from the file.
+        if flags.has("ge") || flags.has("loss") {
+            axes.clear_loss();
+        }
+        axes.merge(flags);
+        Ok(axes)
+    }
+}
+
+fn sim(args: SimArgs) -> Result<(), String> {
+    let axes = args.axes()?;
+    let runs = axes.expand(args.seed, args.seeds)?;
+    let progress = !args.quiet && std::io::stderr().is_terminal();
+    let outcomes = runner::run_all(runs, progress);
+    if args.json {
+        for o in &outcomes {
+            println!("{}", output::run_json(o));
+        }
+    } else {
+        print!("{}", output::table(&outcomes, &axes.swept()));
+    }
+    if let Some(dir) = &args.csv {
+        output::write_csv(dir, &outcomes).map_err(|e| format!("--csv {}: {e}", dir.display()))?;
+        if !args.json {
+            println!("wrote {}/results.csv and flows.csv", dir.display());
+        }
+    }
+    Ok(())
+}
+
+fn schemes() {
+    for (name, what, _, _) in tcpfec_proto::BASELINE_SCHEMES {
+        println!("{name:<10} {what}");
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo { out } => demo::run(&out),
+        Command::Sim(args) => sim(*args),
+        Command::Schemes => {
+            schemes();
+            Ok(())
+        }
+        Command::Bench {
+            what: BenchWhat::Sim { repeat, child },
+        } => match child {
+            Some(id) => bench::child(&id),
+            None => bench::run(repeat),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}

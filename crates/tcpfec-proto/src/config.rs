@@ -29,11 +29,36 @@ pub struct Scheme {
 
 /// The baseline schemes: name, description, recovery, window rule.
 pub const BASELINE_SCHEMES: &[(&str, &str, Recovery, CcKind)] = &[
-    ("tahoe", "TCP Tahoe: fast retransmit, then slow start from 1", Recovery::Tahoe, CcKind::Reno),
-    ("reno", "TCP Reno: fast retransmit and fast recovery (RFC 5681)", Recovery::Reno, CcKind::Reno),
-    ("newreno", "TCP NewReno: Reno with partial-ACK recovery (RFC 6582)", Recovery::NewReno, CcKind::Reno),
-    ("sack", "TCP Reno+SACK: scoreboard and pipe recovery (RFC 2018, RFC 6675)", Recovery::Sack, CcKind::Reno),
-    ("cubic", "CUBIC window (RFC 9438, beta 0.7) with SACK recovery", Recovery::Sack, CcKind::Cubic),
+    (
+        "tahoe",
+        "TCP Tahoe: fast retransmit, then slow start from 1",
+        Recovery::Tahoe,
+        CcKind::Reno,
+    ),
+    (
+        "reno",
+        "TCP Reno: fast retransmit and fast recovery (RFC 5681)",
+        Recovery::Reno,
+        CcKind::Reno,
+    ),
+    (
+        "newreno",
+        "TCP NewReno: Reno with partial-ACK recovery (RFC 6582)",
+        Recovery::NewReno,
+        CcKind::Reno,
+    ),
+    (
+        "sack",
+        "TCP Reno+SACK: scoreboard and pipe recovery (RFC 2018, RFC 6675)",
+        Recovery::Sack,
+        CcKind::Reno,
+    ),
+    (
+        "cubic",
+        "CUBIC window (RFC 9438, beta 0.7) with SACK recovery",
+        Recovery::Sack,
+        CcKind::Cubic,
+    ),
 ];
 
 impl Scheme {

@@ -164,14 +164,18 @@ impl Connection {
 
     /// Takes the next chunk of received bytes, in order.
     pub fn read_chunk(&mut self) -> Option<Bytes> {
-        self.partial_read.take().or_else(|| self.receiver.read_chunk())
+        self.partial_read
+            .take()
+            .or_else(|| self.receiver.read_chunk())
     }
 
     /// Copies received bytes into `buf`; returns how many.
     pub fn read(&mut self, buf: &mut [u8]) -> usize {
         let mut n = 0;
         while n < buf.len() {
-            let Some(mut chunk) = self.read_chunk() else { break };
+            let Some(mut chunk) = self.read_chunk() else {
+                break;
+            };
             let take = chunk.len().min(buf.len() - n);
             buf[n..n + take].copy_from_slice(&chunk.split_to(take));
             n += take;
@@ -207,7 +211,11 @@ impl Connection {
     }
 
     /// Writes the next packet to send into `buf`; returns its length.
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Result<usize, WireError>> {
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<Result<usize, WireError>> {
         self.poll_packet(now).map(|p| p.emit(buf))
     }
 
@@ -237,7 +245,9 @@ impl Connection {
                     self.negotiate(&p);
                     if p.ts_ecr != 0 {
                         let rtt = now.timestamp_micros().wrapping_sub(p.ts_ecr);
-                        self.sender.rtt.on_sample(core::time::Duration::from_micros(rtt as u64));
+                        self.sender
+                            .rtt
+                            .on_sample(core::time::Duration::from_micros(rtt as u64));
                     }
                     self.state = State::Established;
                     self.handshake_deadline = None;
@@ -289,9 +299,13 @@ impl Connection {
         if occupies {
             let fin = p.flags.contains(Flags::FIN);
             let cwr = p.flags.contains(Flags::CWR);
-            self.receiver.on_segment(now, p.seg, p.payload, fin, p.ts_val, cwr);
+            self.receiver
+                .on_segment(now, p.seg, p.payload, fin, p.ts_val, cwr);
         }
-        if self.linger_deadline.is_none() && self.receiver.fin_delivered() && self.sender.fin_acked() {
+        if self.linger_deadline.is_none()
+            && self.receiver.fin_delivered()
+            && self.sender.fin_acked()
+        {
             // Both streams are done. Linger so a retransmitted FIN still gets its ACK.
             self.linger_deadline = Some(now + self.sender.rtt.rto() * 2);
         }
@@ -398,15 +412,15 @@ impl Connection {
     /// Handles every timer that is due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         match self.state {
-            State::SynSent | State::SynReceived => {
-                if self.handshake_deadline.is_some_and(|d| d <= now) {
-                    self.handshake_deadline = None;
-                    if self.handshake_tries > self.cfg.syn_retries {
-                        self.state = State::Closed;
-                        self.error = Some(ConnError::HandshakeTimeout);
-                    } else {
-                        self.send_syn = true;
-                    }
+            State::SynSent | State::SynReceived
+                if self.handshake_deadline.is_some_and(|d| d <= now) =>
+            {
+                self.handshake_deadline = None;
+                if self.handshake_tries > self.cfg.syn_retries {
+                    self.state = State::Closed;
+                    self.error = Some(ConnError::HandshakeTimeout);
+                } else {
+                    self.send_syn = true;
                 }
             }
             State::Established => {

@@ -91,7 +91,15 @@ impl Receiver {
     }
 
     /// Handles an arriving data (or FIN) segment.
-    pub fn on_segment(&mut self, now: Instant, seg: u64, payload: Bytes, fin: bool, ts_val: u32, cwr: bool) {
+    pub fn on_segment(
+        &mut self,
+        now: Instant,
+        seg: u64,
+        payload: Bytes,
+        fin: bool,
+        ts_val: u32,
+        cwr: bool,
+    ) {
         self.segments_received += 1;
         if cwr {
             self.ece_latched = false;
@@ -237,7 +245,7 @@ impl Receiver {
         let mut sack = SackBlocks::default();
         if self.sack_enabled && !self.runs.is_empty() {
             let mut order: Vec<&Run> = self.runs.iter().collect();
-            order.sort_unstable_by(|a, b| b.touched.cmp(&a.touched));
+            order.sort_unstable_by_key(|r| core::cmp::Reverse(r.touched));
             for r in order.into_iter().take(self.max_sack_blocks) {
                 sack.push(SackBlock {
                     start: r.start,
@@ -281,7 +289,10 @@ mod tests {
         assert_eq!(a.ack, 1);
         assert_eq!(
             a.sack.as_slice(),
-            &[SackBlock { start: 2, end: 4 }, SackBlock { start: 5, end: 6 }]
+            &[
+                SackBlock { start: 2, end: 4 },
+                SackBlock { start: 5, end: 6 }
+            ]
         );
         r.on_segment(t, 1, data(1), false, 1, false);
         let a = r.take_ack();

@@ -53,7 +53,7 @@ impl RttEstimator {
                 self.rttvar = rtt / 2;
             }
             Some(srtt) => {
-                let diff = if srtt > rtt { srtt - rtt } else { rtt - srtt };
+                let diff = srtt.abs_diff(rtt);
                 self.rttvar = (self.rttvar * 3 + diff) / 4;
                 self.srtt = Some((srtt * 7 + rtt) / 8);
             }
@@ -98,7 +98,8 @@ impl RttEstimator {
 
     /// Mean of all samples (for reports and analytic models).
     pub fn mean(&self) -> Option<Duration> {
-        (self.samples > 0).then(|| Duration::from_nanos((self.sample_sum_ns / self.samples as u128) as u64))
+        (self.samples > 0)
+            .then(|| Duration::from_nanos((self.sample_sum_ns / self.samples as u128) as u64))
     }
 }
 

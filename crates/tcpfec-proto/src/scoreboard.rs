@@ -289,8 +289,16 @@ impl Scoreboard {
             .iter()
             .filter(|s| s.lost && s.retransmitted && !s.sacked)
             .count();
-        assert_eq!((self.sacked, self.lost, self.retrans_out), (sacked, lost, rout));
-        let below = self.segs.iter().take(self.scan).filter(|s| s.sacked).count();
+        assert_eq!(
+            (self.sacked, self.lost, self.retrans_out),
+            (sacked, lost, rout)
+        );
+        let below = self
+            .segs
+            .iter()
+            .take(self.scan)
+            .filter(|s| s.sacked)
+            .count();
         assert_eq!(self.sacked_below_scan, below);
     }
 }

@@ -79,7 +79,12 @@ impl Sender {
             mss: cfg.mss.max(1) as usize,
             send_buffer: cfg.send_buffer,
             cc: cfg.scheme.cc.build(cfg.initial_window),
-            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto, cfg.clock_granularity),
+            rtt: RttEstimator::new(
+                cfg.initial_rto,
+                cfg.min_rto,
+                cfg.max_rto,
+                cfg.clock_granularity,
+            ),
             recovery: cfg.scheme.recovery,
             sack: false,
             dupthresh: cfg.dupthresh.max(1),
@@ -139,7 +144,9 @@ impl Sender {
 
     /// True once everything written, and the FIN if requested, has been acknowledged.
     pub fn all_acked(&self) -> bool {
-        self.unsent_bytes == 0 && self.sb.outstanding() == 0 && (!self.fin_requested || self.fin_sent)
+        self.unsent_bytes == 0
+            && self.sb.outstanding() == 0
+            && (!self.fin_requested || self.fin_sent)
     }
 
     /// True if a FIN was sent and acknowledged.
@@ -205,7 +212,12 @@ impl Sender {
             self.arm_rto(now);
         }
         let cwr = std::mem::take(&mut self.cwr_pending);
-        Some(OutSegment { seg, payload, fin, cwr })
+        Some(OutSegment {
+            seg,
+            payload,
+            fin,
+            cwr,
+        })
     }
 
     fn take_new_payload(&mut self) -> (Bytes, bool) {
@@ -299,8 +311,11 @@ impl Sender {
         if self.in_recovery {
             if self.recover.is_some_and(|r| a.ack > r) {
                 self.in_recovery = false;
-                let ss = self.cc.ssthresh();
-                self.cc.set_cwnd(ss);
+                // RFC 6582 §3.2 step 3, option (1): min(ssthresh, max(FlightSize, 1) + 1),
+                // so that the deflated window does not release a line-rate burst.
+                let flight = self.sb.outstanding().max(1) as f64;
+                let w = self.cc.ssthresh().min(flight + 1.0);
+                self.cc.set_cwnd(w);
             } else {
                 match self.recovery {
                     Recovery::NewReno => {
@@ -349,9 +364,13 @@ impl Sender {
 
     fn enter_recovery(&mut self, now: Instant) {
         self.fast_recoveries += 1;
-        let flight = self.sb.outstanding() as u64;
+        let flight = self.flight_for_reduction();
         self.recover = Some(self.sb.nxt() - 1);
         self.cc.on_congestion_event(now, flight);
+        // Restart the retransmission timer with the fast retransmission (as ns-2 and Linux
+        // do): when the RTO hugs a very stable RTT, the timer armed by the last new ACK
+        // would otherwise expire just before the retransmission can be acknowledged.
+        self.rto_deadline = None;
         let una = self.sb.una();
         match self.recovery {
             Recovery::Tahoe => {
@@ -373,13 +392,22 @@ impl Sender {
         }
     }
 
+    /// The window a multiplicative decrease halves: the data outstanding (RFC 5681
+    /// FlightSize), but never more than cwnd. NewReno's outstanding count includes segments
+    /// that already left the network during a long recovery, and halving that would set
+    /// ssthresh far above the window the path actually carried.
+    fn flight_for_reduction(&self) -> u64 {
+        (self.sb.outstanding() as u64).min(self.cc.cwnd().floor().max(1.0) as u64)
+    }
+
     fn on_ece(&mut self, now: Instant) {
         // RFC 3168 §6.1.2: react at most once per window of data, and not during recovery.
         if self.in_recovery || self.ecn_recover.is_some_and(|r| self.sb.una() <= r) {
             return;
         }
         self.ecn_reductions += 1;
-        self.cc.on_congestion_event(now, self.sb.outstanding() as u64);
+        let flight = self.flight_for_reduction();
+        self.cc.on_congestion_event(now, flight);
         self.ecn_recover = Some(self.sb.nxt().saturating_sub(1));
         self.cwr_pending = true;
     }
@@ -394,7 +422,8 @@ impl Sender {
             return;
         }
         self.timeouts += 1;
-        self.cc.on_timeout(now, self.sb.outstanding() as u64);
+        let flight = self.flight_for_reduction();
+        self.cc.on_timeout(now, flight);
         self.rtt.back_off();
         self.sb.mark_all_lost();
         self.in_recovery = false;

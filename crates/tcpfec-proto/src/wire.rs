@@ -386,7 +386,10 @@ mod tests {
         assert_eq!(Packet::parse(&b), Err(WireError::UnknownType(9)));
         let mut b = good.clone();
         b[2] = 0x80;
-        assert!(matches!(Packet::parse(&b), Err(WireError::ReservedFlags(_))));
+        assert!(matches!(
+            Packet::parse(&b),
+            Err(WireError::ReservedFlags(_))
+        ));
         let mut b = good.clone();
         b.push(0);
         assert_eq!(Packet::parse(&b), Err(WireError::TrailingBytes));

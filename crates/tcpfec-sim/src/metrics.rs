@@ -1,0 +1,76 @@
+//! Results of a run (SPEC C6 metrics that apply to plain TCP), per flow and aggregated.
+
+use serde::Serialize;
+
+/// What one flow achieved over the measurement window.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct FlowResult {
+    /// Application bytes delivered in the window / window length, Mb/s.
+    pub goodput_mbps: f64,
+    /// Data-packet bytes (headers, retransmissions and duplicates included) reaching the
+    /// receiver in the window / window length, Mb/s.
+    pub throughput_mbps: f64,
+    /// Retransmitted / all data packets sent, in the window.
+    pub retransmission_rate: f64,
+    /// Data packets dropped (queue or random loss) / data packets sent, in the window.
+    pub data_loss_rate: f64,
+    /// Fast retransmit / fast recovery entries in the window.
+    pub fast_recoveries: u64,
+    /// Retransmission timeouts in the window.
+    pub timeouts: u64,
+    /// Data packets sent in the window.
+    pub data_packets_sent: u64,
+    /// Application bytes delivered over the whole run.
+    pub bytes_delivered: u64,
+    /// Seconds from the flow's start to its last byte delivered (finite transfers).
+    pub completion_time_s: Option<f64>,
+    /// Mean RTT sample over the whole run, ms.
+    pub mean_rtt_ms: Option<f64>,
+    /// RTO at the end of the run, ms.
+    pub final_rto_ms: f64,
+}
+
+/// Everything a run reports.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RunResult {
+    /// Sum of the flows' goodput, Mb/s.
+    pub goodput_mbps: f64,
+    /// Sum of the flows' throughput, Mb/s.
+    pub throughput_mbps: f64,
+    /// Per-flow results.
+    pub flows: Vec<FlowResult>,
+    /// Retransmitted / sent data packets, all flows.
+    pub retransmission_rate: f64,
+    /// Dropped / sent data packets, all flows.
+    pub data_loss_rate: f64,
+    /// Fast recoveries, all flows.
+    pub fast_recoveries: u64,
+    /// Timeouts, all flows.
+    pub timeouts: u64,
+    /// Mean completion time of the flows that completed (finite transfers).
+    pub completion_time_s: Option<f64>,
+    /// Flows of a finite transfer that did not complete within the run.
+    pub incomplete_flows: u32,
+    /// Jain's fairness index over the flows' goodput.
+    pub jain_fairness: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Data packets sent by all senders over the whole run.
+    pub data_packets: u64,
+    /// Bytes that differed from what was written (only counted with data verification).
+    pub corrupt_bytes: u64,
+    /// Time series of each flow's cwnd in segments: (seconds, cwnd).
+    #[serde(skip)]
+    pub cwnd_series: Vec<Vec<(f64, f64)>>,
+}
+
+/// Jain's fairness index (Σx)² / (n Σx²); 1 when all equal.
+pub fn jain(values: &[f64]) -> f64 {
+    let sum: f64 = values.iter().sum();
+    let sq: f64 = values.iter().map(|x| x * x).sum();
+    if sq == 0.0 {
+        1.0
+    } else {
+        sum * sum / (values.len() as f64 * sq)
+    }
+}

@@ -1,0 +1,460 @@
+//! The simulator: drives one engine [`Connection`] per endpoint over the built network in
+//! virtual time and collects the metrics of a [`Scenario`].
+
+use crate::event::{EventKind, EventQueue};
+use crate::link::Offer;
+use crate::metrics::{jain, FlowResult, RunResult};
+use crate::rng::Rng;
+use crate::scenario::{App, Scenario, Start, HEADER_BYTES};
+use crate::topology::Network;
+use bytes::Bytes;
+use std::sync::OnceLock;
+use tcpfec_proto::{Connection, Instant, Packet, Stats};
+
+/// Period of the byte pattern applications send: a prime, so that no whole number of
+/// segments maps a byte onto the same pattern position and misordering shows up.
+const PATTERN_LEN: usize = 1_048_573;
+/// Bulk senders top their buffer up in chunks of this size.
+const WRITE_CHUNK: usize = 64 * 1024;
+/// Random stream of the flows' start times.
+const START_STREAM: u64 = 1;
+
+fn pattern() -> &'static Bytes {
+    static P: OnceLock<Bytes> = OnceLock::new();
+    P.get_or_init(|| {
+        let mut v = vec![0u8; PATTERN_LEN];
+        Rng::new(0x7c9f_ec00, 0).fill(&mut v);
+        Bytes::from(v)
+    })
+}
+
+/// The application bytes at stream offset `offset`, at most `len` of them (zero-copy).
+fn stream_bytes(offset: u64, len: usize) -> Bytes {
+    let at = (offset % PATTERN_LEN as u64) as usize;
+    pattern().slice(at..(at + len).min(PATTERN_LEN))
+}
+
+/// Runs a scenario to completion and returns its metrics.
+pub fn run(sc: &Scenario) -> RunResult {
+    Simulator::new(sc).run()
+}
+
+struct SimPacket {
+    packet: Packet,
+    size: u32,
+    dst_node: u32,
+    dst_endpoint: u32,
+    flow: u32,
+    data: bool,
+}
+
+struct Endpoint {
+    conn: Connection,
+    node: u32,
+    flow: u32,
+    sender: bool,
+    timer_at: Option<u64>,
+    closed_own_side: bool,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Snapshot {
+    stats: Stats,
+    data_dropped: u64,
+}
+
+#[derive(Default)]
+struct FlowState {
+    start_ns: u64,
+    started: bool,
+    written: u64,
+    finished_writing: bool,
+    read: u64,
+    delivered_in_window: u64,
+    wire_bytes_in_window: u64,
+    data_dropped: u64,
+    done_ns: Option<u64>,
+    corrupt_bytes: u64,
+    at_window_start: Snapshot,
+    at_window_end: Option<Snapshot>,
+    cwnd: Vec<(f64, f64)>,
+}
+
+struct Simulator<'a> {
+    sc: &'a Scenario,
+    now: u64,
+    end: u64,
+    window: (u64, u64),
+    queue: EventQueue,
+    net: Network,
+    packets: Vec<Option<SimPacket>>,
+    free_slots: Vec<u32>,
+    endpoints: Vec<Endpoint>,
+    flows: Vec<FlowState>,
+    events: u64,
+}
+
+impl<'a> Simulator<'a> {
+    fn new(sc: &'a Scenario) -> Self {
+        let net = Network::build(sc);
+        let cfg = sc.config();
+        let mut endpoints = Vec::new();
+        let mut flows = Vec::new();
+        let mut queue = EventQueue::default();
+        let mut start_rng = Rng::new(sc.seed, START_STREAM);
+        for (i, &(s, d)) in net.flow_hosts.iter().enumerate() {
+            let flow = i as u32;
+            endpoints.push(Endpoint {
+                conn: Connection::client(cfg.clone()),
+                node: s,
+                flow,
+                sender: true,
+                timer_at: None,
+                closed_own_side: false,
+            });
+            endpoints.push(Endpoint {
+                conn: Connection::server(cfg.clone()),
+                node: d,
+                flow,
+                sender: false,
+                timer_at: None,
+                closed_own_side: false,
+            });
+            let start = match sc.start {
+                Start::Fixed { at } => at,
+                Start::Uniform { from, to } => from + (to - from).mul_f64(start_rng.uniform()),
+            };
+            let start_ns = start.as_nanos() as u64;
+            queue.push(start_ns, EventKind::Start { flow });
+            flows.push(FlowState {
+                start_ns,
+                ..FlowState::default()
+            });
+        }
+        let window = (sc.window.0.as_nanos() as u64, sc.window.1.as_nanos() as u64);
+        queue.push(window.0, EventKind::WindowStart);
+        queue.push(window.1, EventKind::WindowEnd);
+        if let Some(iv) = sc.cwnd_sample {
+            if !iv.is_zero() {
+                queue.push(0, EventKind::Sample);
+            }
+        }
+        Simulator {
+            sc,
+            now: 0,
+            end: sc.duration.as_nanos() as u64,
+            window,
+            queue,
+            net,
+            packets: Vec::new(),
+            free_slots: Vec::new(),
+            endpoints,
+            flows,
+            events: 0,
+        }
+    }
+
+    fn run(mut self) -> RunResult {
+        while let Some((t, kind)) = self.queue.pop() {
+            if t > self.end {
+                break;
+            }
+            self.now = t;
+            self.events += 1;
+            match kind {
+                EventKind::Arrive { node, packet } => self.on_arrive(node, packet),
+                EventKind::Timer { endpoint } => self.on_timer(endpoint),
+                EventKind::Start { flow } => {
+                    self.flows[flow as usize].started = true;
+                    self.service(2 * flow);
+                }
+                EventKind::Sample => self.on_sample(),
+                EventKind::WindowStart => {
+                    for f in 0..self.flows.len() {
+                        self.flows[f].at_window_start = self.snapshot(f);
+                    }
+                }
+                EventKind::WindowEnd => {
+                    for f in 0..self.flows.len() {
+                        self.flows[f].at_window_end = Some(self.snapshot(f));
+                    }
+                }
+            }
+        }
+        self.results()
+    }
+
+    fn snapshot(&self, flow: usize) -> Snapshot {
+        Snapshot {
+            stats: self.endpoints[2 * flow].conn.stats(),
+            data_dropped: self.flows[flow].data_dropped,
+        }
+    }
+
+    fn in_window(&self) -> bool {
+        self.now >= self.window.0 && self.now < self.window.1
+    }
+
+    fn on_arrive(&mut self, node: u32, slot: u32) {
+        if self.net.is_host(node) {
+            let p = self.packets[slot as usize].take().expect("live packet");
+            self.free_slots.push(slot);
+            if p.data && self.in_window() {
+                self.flows[p.flow as usize].wire_bytes_in_window += p.size as u64;
+            }
+            let ep = p.dst_endpoint;
+            self.endpoints[ep as usize]
+                .conn
+                .handle_packet(Instant(self.now), p.packet);
+            self.service(ep);
+        } else {
+            let dst = self.packets[slot as usize]
+                .as_ref()
+                .expect("live packet")
+                .dst_node;
+            let link = self.net.route(node, dst);
+            self.offer(link, slot);
+        }
+    }
+
+    fn on_timer(&mut self, ep: u32) {
+        let now = Instant(self.now);
+        let e = &mut self.endpoints[ep as usize];
+        if e.timer_at == Some(self.now) {
+            e.timer_at = None;
+        }
+        if e.conn.poll_timeout().is_some_and(|t| t <= now) {
+            e.conn.handle_timeout(now);
+        }
+        self.service(ep);
+    }
+
+    fn on_sample(&mut self) {
+        let t = self.now as f64 * 1e-9;
+        for f in 0..self.flows.len() {
+            let w = self.endpoints[2 * f].conn.cwnd();
+            self.flows[f].cwnd.push((t, w));
+        }
+        let iv = self.sc.cwnd_sample.expect("sampling enabled").as_nanos() as u64;
+        if self.now + iv <= self.end {
+            self.queue.push(self.now + iv, EventKind::Sample);
+        }
+    }
+
+    /// Lets endpoint `ep`'s application and connection act after anything touched it.
+    fn service(&mut self, ep: u32) {
+        let now = Instant(self.now);
+        let flow = self.endpoints[ep as usize].flow as usize;
+        if !self.flows[flow].started {
+            return;
+        }
+        if self.endpoints[ep as usize].sender {
+            self.feed_sender(ep as usize, flow);
+        } else {
+            self.drain_receiver(ep as usize, flow);
+        }
+        let node = self.endpoints[ep as usize].node;
+        let peer = ep ^ 1;
+        let peer_node = self.endpoints[peer as usize].node;
+        while let Some(packet) = self.endpoints[ep as usize].conn.poll_packet(now) {
+            let data = packet.occupies_segment();
+            let size = wire_size(&packet);
+            let slot = self.alloc(SimPacket {
+                packet,
+                size,
+                dst_node: peer_node,
+                dst_endpoint: peer,
+                flow: flow as u32,
+                data,
+            });
+            let link = self.net.route(node, peer_node);
+            self.offer(link, slot);
+        }
+        let e = &mut self.endpoints[ep as usize];
+        if let Some(t) = e.conn.poll_timeout() {
+            let t = t.0.max(self.now);
+            if e.timer_at.is_none_or(|x| t < x) {
+                e.timer_at = Some(t);
+                self.queue.push(t, EventKind::Timer { endpoint: ep });
+            }
+        }
+    }
+
+    fn feed_sender(&mut self, ep: usize, flow: usize) {
+        let conn = &mut self.endpoints[ep].conn;
+        let f = &mut self.flows[flow];
+        match self.sc.app {
+            App::Bulk => {
+                while conn.write_capacity() >= WRITE_CHUNK {
+                    f.written += conn.write(stream_bytes(f.written, WRITE_CHUNK)) as u64;
+                }
+            }
+            App::Transfer { bytes } => {
+                while f.written < bytes && conn.write_capacity() > 0 {
+                    let want = (bytes - f.written).min(WRITE_CHUNK as u64) as usize;
+                    let n = conn.write(stream_bytes(f.written, want));
+                    if n == 0 {
+                        break;
+                    }
+                    f.written += n as u64;
+                }
+                if f.written == bytes && !f.finished_writing {
+                    f.finished_writing = true;
+                    conn.finish();
+                }
+            }
+        }
+    }
+
+    fn drain_receiver(&mut self, ep: usize, flow: usize) {
+        let in_window = self.in_window();
+        let verify = self.sc.verify_data;
+        let e = &mut self.endpoints[ep];
+        let f = &mut self.flows[flow];
+        while let Some(chunk) = e.conn.read_chunk() {
+            if verify {
+                let mut off = f.read;
+                let mut rest: &[u8] = &chunk;
+                while !rest.is_empty() {
+                    let expect = stream_bytes(off, rest.len());
+                    let n = expect.len();
+                    let bad = rest[..n]
+                        .iter()
+                        .zip(expect.iter())
+                        .filter(|(a, b)| a != b)
+                        .count();
+                    f.corrupt_bytes += bad as u64;
+                    rest = &rest[n..];
+                    off += n as u64;
+                }
+            }
+            f.read += chunk.len() as u64;
+            if in_window {
+                f.delivered_in_window += chunk.len() as u64;
+            }
+        }
+        if let App::Transfer { bytes } = self.sc.app {
+            if f.done_ns.is_none() && f.read >= bytes {
+                f.done_ns = Some(self.now);
+            }
+        }
+        if e.conn.peer_finished() && !e.closed_own_side {
+            e.closed_own_side = true;
+            e.conn.finish();
+        }
+    }
+
+    fn alloc(&mut self, p: SimPacket) -> u32 {
+        match self.free_slots.pop() {
+            Some(s) => {
+                self.packets[s as usize] = Some(p);
+                s
+            }
+            None => {
+                self.packets.push(Some(p));
+                (self.packets.len() - 1) as u32
+            }
+        }
+    }
+
+    fn offer(&mut self, link: u32, slot: u32) {
+        let l = &mut self.net.links[link as usize];
+        let p = self.packets[slot as usize].as_ref().expect("live packet");
+        match l.offer(self.now, p.size) {
+            Offer::Arrives(t) => {
+                let node = l.to;
+                self.queue.push(t, EventKind::Arrive { node, packet: slot });
+            }
+            Offer::QueueDrop | Offer::Lost => {
+                if p.data {
+                    self.flows[p.flow as usize].data_dropped += 1;
+                }
+                self.packets[slot as usize] = None;
+                self.free_slots.push(slot);
+            }
+        }
+    }
+
+    fn results(mut self) -> RunResult {
+        let wlen = (self.window.1 - self.window.0) as f64 * 1e-9;
+        let mbps = |bytes: u64| bytes as f64 * 8.0 / wlen / 1e6;
+        let mut out = RunResult {
+            events: self.events,
+            ..RunResult::default()
+        };
+        let (mut sent, mut rexmit, mut dropped) = (0u64, 0u64, 0u64);
+        let mut completions = Vec::new();
+        for f in 0..self.flows.len() {
+            let end_snap = self.flows[f]
+                .at_window_end
+                .unwrap_or_else(|| self.snapshot(f));
+            let fs = &mut self.flows[f];
+            let (a, b) = (fs.at_window_start, end_snap);
+            let d_sent = b.stats.data_packets_sent - a.stats.data_packets_sent;
+            let d_rexmit = b.stats.retransmissions - a.stats.retransmissions;
+            let d_drop = b.data_dropped - a.data_dropped;
+            sent += d_sent;
+            rexmit += d_rexmit;
+            dropped += d_drop;
+            let ratio = |x: u64| {
+                if d_sent == 0 {
+                    0.0
+                } else {
+                    x as f64 / d_sent as f64
+                }
+            };
+            let st = self.endpoints[2 * f].conn.stats();
+            let completion = fs.done_ns.map(|d| (d - fs.start_ns) as f64 * 1e-9);
+            if let Some(c) = completion {
+                completions.push(c);
+            } else if matches!(self.sc.app, App::Transfer { .. }) {
+                out.incomplete_flows += 1;
+            }
+            out.corrupt_bytes += fs.corrupt_bytes;
+            out.data_packets += st.data_packets_sent;
+            out.flows.push(FlowResult {
+                goodput_mbps: mbps(fs.delivered_in_window),
+                throughput_mbps: mbps(fs.wire_bytes_in_window),
+                retransmission_rate: ratio(d_rexmit),
+                data_loss_rate: ratio(d_drop),
+                fast_recoveries: b.stats.fast_recoveries - a.stats.fast_recoveries,
+                timeouts: b.stats.timeouts - a.stats.timeouts,
+                data_packets_sent: d_sent,
+                bytes_delivered: fs.read,
+                completion_time_s: completion,
+                mean_rtt_ms: st.mean_rtt.map(|d| d.as_secs_f64() * 1e3),
+                final_rto_ms: st.rto.as_secs_f64() * 1e3,
+            });
+            out.cwnd_series.push(std::mem::take(&mut fs.cwnd));
+        }
+        let ratio = |x: u64| {
+            if sent == 0 {
+                0.0
+            } else {
+                x as f64 / sent as f64
+            }
+        };
+        out.goodput_mbps = out.flows.iter().map(|f| f.goodput_mbps).sum();
+        out.throughput_mbps = out.flows.iter().map(|f| f.throughput_mbps).sum();
+        out.retransmission_rate = ratio(rexmit);
+        out.data_loss_rate = ratio(dropped);
+        out.fast_recoveries = out.flows.iter().map(|f| f.fast_recoveries).sum();
+        out.timeouts = out.flows.iter().map(|f| f.timeouts).sum();
+        out.completion_time_s = (!completions.is_empty())
+            .then(|| completions.iter().sum::<f64>() / completions.len() as f64);
+        let goodputs: Vec<f64> = out.flows.iter().map(|f| f.goodput_mbps).collect();
+        out.jain_fairness = jain(&goodputs);
+        out
+    }
+}
+
+/// Bytes a packet occupies on a simulated link: 40 bytes of IP + TCP header, the payload,
+/// and a TCP SACK option (2 + 8 per block, padded to 4) when blocks are present.
+pub fn wire_size(p: &Packet) -> u32 {
+    let sack = if p.sack.is_empty() {
+        0
+    } else {
+        (2 + 8 * p.sack.len() as u32).div_ceil(4) * 4
+    };
+    HEADER_BYTES + sack + p.payload.len() as u32
+}

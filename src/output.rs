@@ -1,0 +1,152 @@
+//! Writes results as a terminal table, JSON lines, or CSV files.
+
+use crate::runner::Outcome;
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn opt(v: Option<f64>) -> Value {
+    v.map_or(Value::Null, |x| json!(x))
+}
+
+/// One JSON object per run: its parameters, seed and metrics.
+pub fn run_json(o: &Outcome) -> Value {
+    let mut m = Map::new();
+    for (k, v) in &o.run.params {
+        m.insert(k.replace('-', "_"), json!(v));
+    }
+    let r = &o.result;
+    m.insert("seed".into(), json!(o.run.scenario.seed));
+    m.insert("goodput_mbps".into(), json!(r.goodput_mbps));
+    m.insert("throughput_mbps".into(), json!(r.throughput_mbps));
+    m.insert(
+        "flows".into(),
+        json!(r.flows.iter().map(|f| f.goodput_mbps).collect::<Vec<_>>()),
+    );
+    m.insert("retransmission_rate".into(), json!(r.retransmission_rate));
+    m.insert("data_loss_rate".into(), json!(r.data_loss_rate));
+    m.insert("fast_recoveries".into(), json!(r.fast_recoveries));
+    m.insert("timeouts".into(), json!(r.timeouts));
+    m.insert("completion_time_s".into(), opt(r.completion_time_s));
+    m.insert("incomplete_flows".into(), json!(r.incomplete_flows));
+    m.insert("jain_fairness".into(), json!(r.jain_fairness));
+    m.insert("data_packets".into(), json!(r.data_packets));
+    m.insert("events".into(), json!(r.events));
+    m.insert("wall_s".into(), json!(o.wall_s));
+    Value::Object(m)
+}
+
+/// Column names of `results.csv`, in order.
+fn csv_columns(first: &Outcome) -> Vec<String> {
+    let mut cols: Vec<String> = first
+        .run
+        .params
+        .iter()
+        .map(|(k, _)| k.replace('-', "_"))
+        .collect();
+    for c in [
+        "seed",
+        "goodput_mbps",
+        "throughput_mbps",
+        "retransmission_rate",
+        "data_loss_rate",
+        "fast_recoveries",
+        "timeouts",
+        "completion_time_s",
+        "incomplete_flows",
+        "jain_fairness",
+        "data_packets",
+        "events",
+        "wall_s",
+    ] {
+        cols.push(c.to_string());
+    }
+    cols
+}
+
+fn csv_cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) if s.contains([',', '"']) => format!("\"{}\"", s.replace('"', "\"\"")),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Writes `results.csv` (one row per run) and `flows.csv` (one row per flow) into `dir`.
+pub fn write_csv(dir: &Path, outcomes: &[Outcome]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let Some(first) = outcomes.first() else {
+        return Ok(());
+    };
+    let cols = csv_columns(first);
+    let mut s = cols.join(",") + "\n";
+    for o in outcomes {
+        let j = run_json(o);
+        let row: Vec<String> = cols.iter().map(|c| csv_cell(&j[c])).collect();
+        s += &(row.join(",") + "\n");
+    }
+    std::fs::write(dir.join("results.csv"), s)?;
+    let mut f = String::from("run,seed,flow,goodput_mbps,throughput_mbps,retransmission_rate,data_loss_rate,fast_recoveries,timeouts,completion_time_s,mean_rtt_ms\n");
+    for (i, o) in outcomes.iter().enumerate() {
+        for (k, fl) in o.result.flows.iter().enumerate() {
+            let _ = writeln!(
+                f,
+                "{i},{},{k},{},{},{},{},{},{},{},{}",
+                o.run.scenario.seed,
+                fl.goodput_mbps,
+                fl.throughput_mbps,
+                fl.retransmission_rate,
+                fl.data_loss_rate,
+                fl.fast_recoveries,
+                fl.timeouts,
+                fl.completion_time_s
+                    .map_or(String::new(), |x| x.to_string()),
+                fl.mean_rtt_ms.map_or(String::new(), |x| x.to_string()),
+            );
+        }
+    }
+    std::fs::write(dir.join("flows.csv"), f)
+}
+
+/// A fixed-width table for the terminal: the swept parameters, then the main metrics.
+pub fn table(outcomes: &[Outcome], swept: &[String]) -> String {
+    let mut s = String::new();
+    let mut header: Vec<String> = swept.to_vec();
+    if !header.iter().any(|h| h == "scheme") {
+        header.insert(0, "scheme".into());
+    }
+    for h in &header {
+        let _ = write!(s, "{h:>12} ");
+    }
+    let _ = writeln!(
+        s,
+        "{:>5} {:>10} {:>8} {:>8} {:>6} {:>6} {:>10}",
+        "seed", "goodput", "rexmit", "loss", "FR", "RTO", "complete"
+    );
+    for o in outcomes {
+        for h in &header {
+            let v = o
+                .run
+                .params
+                .iter()
+                .find(|(k, _)| k == h)
+                .map_or("", |(_, v)| v.as_str());
+            let _ = write!(s, "{v:>12} ");
+        }
+        let r = &o.result;
+        let _ = writeln!(
+            s,
+            "{:>5} {:>5.2} Mb/s {:>7.3}% {:>7.3}% {:>6} {:>6} {:>10}",
+            o.run.scenario.seed,
+            r.goodput_mbps,
+            r.retransmission_rate * 100.0,
+            r.data_loss_rate * 100.0,
+            r.fast_recoveries,
+            r.timeouts,
+            r.completion_time_s
+                .map_or("-".into(), |c| format!("{c:.3} s")),
+        );
+    }
+    s
+}
