@@ -62,62 +62,62 @@ struct SimArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Congestion control: tahoe, reno, newreno, sack, cubic [default: sack].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     scheme: Option<String>,
     /// path (sender-R1-R2-receiver) or dumbbell (N sender/receiver pairs) [default: path].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     topology: Option<String>,
     /// Number of flows [default: 1].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     flows: Option<String>,
     /// Bottleneck rate, e.g. 100mbit [default: 100mbit].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     bottleneck: Option<String>,
     /// Access link rate [default: the bottleneck rate].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     access_rate: Option<String>,
     /// One-way bottleneck propagation delay, e.g. 200ms [default: 200ms].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     delay: Option<String>,
     /// One-way access delay; A..B spreads flows evenly over the range [default: 1ms].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     access_delay: Option<String>,
     /// Drop-tail queue limit of every link direction, packets [default: 50].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     buffer: Option<String>,
     /// Data packet size on the wire, 40-byte header included [default: 1500].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     packet_size: Option<String>,
     /// Random loss on the bottleneck, data direction: 0.05% or 0.0005 [default: 0.05%].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     loss: Option<String>,
     /// Gilbert-Elliott loss instead: p,r,h,k (P good->bad, P bad->good, P deliver in bad,
     /// P deliver in good); separate several models with ';'.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     ge: Option<String>,
     /// Random loss on the bottleneck, ACK direction [default: 0].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     loss_reverse: Option<String>,
     /// Delayed ACKs at the receiver: on or off [default: off].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     delayed_ack: Option<String>,
     /// Initial congestion window, segments [default: 2].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     initial_window: Option<String>,
     /// Minimum retransmission timeout [default: 200ms].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     min_rto: Option<String>,
     /// Simulated time [default: 220s].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     duration: Option<String>,
     /// Measurement window A..B, e.g. 20s..220s [default: the whole run].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     window: Option<String>,
     /// Finite transfer of this many bytes per flow (e.g. 1080KiB) instead of bulk.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     transfer: Option<String>,
     /// Start time of every flow, or A..B for uniformly random starts [default: 0s].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     start: Option<String>,
     /// First seed.
     #[arg(long, default_value_t = 1)]

@@ -370,7 +370,7 @@ impl Sender {
         // Restart the retransmission timer with the fast retransmission (as ns-2 and Linux
         // do): when the RTO hugs a very stable RTT, the timer armed by the last new ACK
         // would otherwise expire just before the retransmission can be acknowledged.
-        self.rto_deadline = None;
+        self.arm_rto(now);
         let una = self.sb.una();
         match self.recovery {
             Recovery::Tahoe => {

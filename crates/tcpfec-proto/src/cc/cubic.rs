@@ -118,10 +118,9 @@ mod tests {
         assert!((c.cwnd() - 70.0).abs() < 1e-9);
         // K = cbrt(30 / 0.4) ≈ 4.22 s: grows back to about 100 around then.
         let rtt = Duration::from_millis(100);
-        let mut now = t0;
         let mut reached = None;
         for step in 0..100_000u64 {
-            now = Instant(step * 1_000_000); // 1 ms steps, one ACK each
+            let now = Instant(step * 1_000_000); // 1 ms steps, one ACK each
             c.on_ack(now, 1, Some(rtt));
             if c.cwnd() >= 99.0 && reached.is_none() {
                 reached = Some(now.as_secs_f64());
