@@ -98,6 +98,9 @@ struct SimArgs {
     /// Random loss on the bottleneck, ACK direction [default: 0].
     #[arg(long, allow_hyphen_values = true)]
     loss_reverse: Option<String>,
+    /// Gilbert-Elliott loss on the bottleneck, ACK direction: p,r,h,k.
+    #[arg(long, allow_hyphen_values = true)]
+    ge_reverse: Option<String>,
     /// Delayed ACKs at the receiver: on or off [default: off].
     #[arg(long, allow_hyphen_values = true)]
     delayed_ack: Option<String>,
@@ -131,6 +134,10 @@ struct SimArgs {
     /// Also write results.csv and flows.csv into this directory.
     #[arg(long, value_name = "DIR")]
     csv: Option<PathBuf>,
+    /// Write each run's congestion-window time series (sampled every 100 ms) as
+    /// DIR/cwnd-RUN.csv, and DIR/cwnd.svg when there are at most 6 runs.
+    #[arg(long, value_name = "DIR")]
+    trace: Option<PathBuf>,
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
@@ -161,6 +168,7 @@ impl SimArgs {
             ("loss", &self.loss),
             ("ge", &self.ge),
             ("loss-reverse", &self.loss_reverse),
+            ("ge-reverse", &self.ge_reverse),
             ("delayed-ack", &self.delayed_ack),
             ("initial-window", &self.initial_window),
             ("min-rto", &self.min_rto),
@@ -176,7 +184,12 @@ impl SimArgs {
         }
         // A loss model on the command line replaces either kind from the file.
         if flags.has("ge") || flags.has("loss") {
-            axes.clear_loss();
+            axes.clear("loss");
+            axes.clear("ge");
+        }
+        if flags.has("ge-reverse") || flags.has("loss-reverse") {
+            axes.clear("loss-reverse");
+            axes.clear("ge-reverse");
         }
         axes.merge(flags);
         Ok(axes)
@@ -185,7 +198,12 @@ impl SimArgs {
 
 fn sim(args: SimArgs) -> Result<(), String> {
     let axes = args.axes()?;
-    let runs = axes.expand(args.seed, args.seeds)?;
+    let mut runs = axes.expand(args.seed, args.seeds)?;
+    if args.trace.is_some() {
+        for r in &mut runs {
+            r.scenario.cwnd_sample = Some(core::time::Duration::from_millis(100));
+        }
+    }
     let progress = !args.quiet && std::io::stderr().is_terminal();
     let outcomes = runner::run_all(runs, progress);
     if args.json {
@@ -194,6 +212,10 @@ fn sim(args: SimArgs) -> Result<(), String> {
         }
     } else {
         print!("{}", output::table(&outcomes, &axes.swept()));
+    }
+    if let Some(dir) = &args.trace {
+        output::write_traces(dir, &outcomes)
+            .map_err(|e| format!("--trace {}: {e}", dir.display()))?;
     }
     if let Some(dir) = &args.csv {
         output::write_csv(dir, &outcomes).map_err(|e| format!("--csv {}: {e}", dir.display()))?;

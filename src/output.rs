@@ -150,3 +150,58 @@ pub fn table(outcomes: &[Outcome], swept: &[String]) -> String {
     }
     s
 }
+
+/// Label of a run for traces and legends: its swept values, or its index.
+fn run_label(o: &Outcome, index: usize, swept: &[String]) -> String {
+    let parts: Vec<String> = o
+        .run
+        .params
+        .iter()
+        .filter(|(k, _)| swept.contains(k))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if parts.is_empty() {
+        format!("run {index}")
+    } else {
+        format!("{} seed={}", parts.join(" "), o.run.scenario.seed)
+    }
+}
+
+/// Writes `cwnd-<run>.csv` (time, flow, cwnd) for every run, and a figure of flow 0 of
+/// each run when there are few enough runs to tell apart.
+pub fn write_traces(dir: &Path, outcomes: &[Outcome]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let swept: Vec<String> = crate::sweep::AXES
+        .iter()
+        .map(|(a, _)| a.to_string())
+        .filter(|a| {
+            let first = outcomes
+                .first()
+                .and_then(|o| o.run.params.iter().find(|(k, _)| k == a));
+            outcomes
+                .iter()
+                .any(|o| o.run.params.iter().find(|(k, _)| k == a) != first)
+        })
+        .collect();
+    let mut series = Vec::new();
+    for (i, o) in outcomes.iter().enumerate() {
+        let mut s = String::from("time_s,flow,cwnd_segments\n");
+        for (flow, pts) in o.result.cwnd_series.iter().enumerate() {
+            for (t, w) in pts {
+                let _ = writeln!(s, "{t:.3},{flow},{w:.3}");
+            }
+        }
+        std::fs::write(dir.join(format!("cwnd-{i}.csv")), s).map_err(|e| e.to_string())?;
+        if let Some(first) = o.result.cwnd_series.first() {
+            series.push((run_label(o, i, &swept), first.clone()));
+        }
+    }
+    if !series.is_empty() && series.len() <= 6 {
+        crate::plot::cwnd_svg(
+            &dir.join("cwnd.svg"),
+            "congestion window of flow 0",
+            &series,
+        )?;
+    }
+    Ok(())
+}

@@ -12,7 +12,10 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
 ];
 
-/// Draws `series` (label, points of (seconds, segments)) into an SVG file at `path`.
+/// Draws `series` (label, points of (seconds, segments)) into an SVG file at `path`, with a
+/// logarithmic window axis: windows span from 1 segment to thousands (NewReno's window is
+/// inflated by every duplicate ACK during a long recovery), and a linear axis would flatten
+/// every other curve.
 pub fn cwnd_svg(
     path: &Path,
     title: &str,
@@ -35,12 +38,12 @@ pub fn cwnd_svg(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .build_cartesian_2d(0.0..x_max, (1.0..y_max).log_scale())
         .map_err(err)?;
     chart
         .configure_mesh()
         .x_desc("time [s]")
-        .y_desc("congestion window [segments]")
+        .y_desc("congestion window [segments, log scale]")
         .draw()
         .map_err(err)?;
     for (i, (label, pts)) in series.iter().enumerate() {

@@ -21,6 +21,7 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("loss", Some("0.05%")),
     ("ge", None),
     ("loss-reverse", Some("0")),
+    ("ge-reverse", None),
     ("delayed-ack", Some("off")),
     ("initial-window", Some("2")),
     ("min-rto", Some("200ms")),
@@ -52,7 +53,7 @@ impl Axes {
         if !AXES.iter().any(|(a, _)| *a == axis) {
             return Err(format!("unknown setting '{axis}'"));
         }
-        let sep = if axis == "ge" { ';' } else { ',' };
+        let sep = if axis.starts_with("ge") { ';' } else { ',' };
         let list: Vec<String> = raw
             .split(sep)
             .map(|s| s.trim().to_string())
@@ -96,16 +97,15 @@ impl Axes {
             if !AXES.iter().any(|(a, _)| *a == axis) {
                 return Err(format!("'{key}': unknown setting"));
             }
-            let sep = if axis == "ge" { ";" } else { "," };
+            let sep = if axis.starts_with("ge") { ";" } else { "," };
             axes.set(&axis, &strings.join(sep))?;
         }
         Ok(axes)
     }
 
-    /// Forgets both loss models (`loss` and `ge`), so another source can set either.
-    pub fn clear_loss(&mut self) {
-        self.values.remove("loss");
-        self.values.remove("ge");
+    /// Forgets an axis, so that another source can set it (or a conflicting one).
+    pub fn clear(&mut self, axis: &str) {
+        self.values.remove(axis);
     }
 
     /// Overlays `other` (later wins).
@@ -120,6 +120,9 @@ impl Axes {
         }
         if self.has("ge") && self.has("loss") {
             return Err("--ge and --loss both set: give one loss model".into());
+        }
+        if self.has("ge-reverse") && self.has("loss-reverse") {
+            return Err("--ge-reverse and --loss-reverse both set: give one loss model".into());
         }
         let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
         for (axis, default) in AXES {
@@ -227,6 +230,7 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
                     LossSpec::Bernoulli { p }
                 };
             }
+            "ge-reverse" => sc.reverse_loss = field(a, LossSpec::parse_ge(v))?,
             "delayed-ack" => sc.delayed_ack = field(a, parse_on_off(v))?,
             "initial-window" => sc.initial_window = field(a, parse_count(v))?,
             "min-rto" => sc.min_rto = field(a, parse_duration(v))?,

@@ -1,0 +1,65 @@
+//! ECN-Echo / CWR (RFC 3168) through two engines: the sender reduces its window at most once
+//! per window of data, and the receiver stops echoing once it sees CWR.
+
+use bytes::Bytes;
+use tcpfec_proto::{Config, Connection, Flags, Instant};
+
+/// Moves every pending packet across (no loss), 10 ms per step; returns the packets the
+/// server sent that carried ECE.
+fn step(client: &mut Connection, server: &mut Connection, now: &mut u64) -> usize {
+    *now += 10_000_000;
+    let t = Instant(*now);
+    let mut ece = 0;
+    while let Some(p) = client.poll_packet(t) {
+        server.handle_packet(t, p);
+    }
+    while let Some(p) = server.poll_packet(t) {
+        if p.flags.contains(Flags::ECE) {
+            ece += 1;
+        }
+        client.handle_packet(t, p);
+    }
+    ece
+}
+
+#[test]
+fn ece_reduces_once_per_window_and_cwr_stops_the_echo() {
+    let cfg = Config {
+        initial_window: 10,
+        ..Config::default()
+    };
+    let mut client = Connection::client(cfg.clone());
+    let mut server = Connection::server(cfg);
+    let mut now = 0;
+    client.write(Bytes::from(vec![7u8; 2_000_000]));
+    for _ in 0..5 {
+        step(&mut client, &mut server, &mut now);
+    }
+    let before = client.cwnd();
+    server.echo_congestion();
+    let mut echoed = 0;
+    for _ in 0..3 {
+        echoed += step(&mut client, &mut server, &mut now);
+    }
+    assert!(echoed >= 1, "ECE must reach the sender");
+    assert_eq!(client.stats().ecn_reductions, 1, "one reduction per window");
+    assert!(
+        client.cwnd() < before,
+        "window reduced: {} -> {}",
+        before,
+        client.cwnd()
+    );
+    // CWR reached the receiver: no more ECE.
+    let later = (0..5)
+        .map(|_| step(&mut client, &mut server, &mut now))
+        .sum::<usize>();
+    assert_eq!(later, 0, "receiver keeps echoing after CWR");
+    // A new congestion signal a window later is a new reduction.
+    server.echo_congestion();
+    for _ in 0..3 {
+        step(&mut client, &mut server, &mut now);
+    }
+    assert_eq!(client.stats().ecn_reductions, 2);
+    let delivered = server.stats().bytes_delivered;
+    assert!(delivered > 0);
+}
