@@ -1,15 +1,33 @@
 //! `tcpfec bench sim`: simulator speed on two reference scenarios, each in its own process
-//! so that its peak memory is measured alone.
+//! so that its peak memory is measured alone; when ns-2 and ns-3 are installed (see
+//! `validation/run.sh`), the same scenarios run in them too and the ratios are printed.
 
 use core::time::Duration;
 use serde_json::json;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant as WallClock;
 use tcpfec_proto::Scheme;
 use tcpfec_sim::{LossSpec, Scenario, Start, Topology};
 
-/// The reference scenarios: (id, description, scenario).
-pub fn scenarios() -> Vec<(&'static str, &'static str, Scenario)> {
+/// A reference scenario: how tcpfec, ns-2 and ns-3 run it.
+pub struct BenchScenario {
+    /// Short name.
+    pub id: &'static str,
+    /// What it is.
+    pub what: &'static str,
+    /// The tcpfec scenario.
+    pub scenario: Scenario,
+    /// Arguments after `ns` (the .tcl file name is relative to the tcl directory).
+    pub ns2: Vec<&'static str>,
+    /// Arguments of the ns-3 scenario program.
+    pub ns3: Vec<&'static str>,
+    /// Payload bytes per segment (to turn goodput into delivered packets).
+    pub payload: f64,
+}
+
+/// The reference scenarios.
+pub fn scenarios() -> Vec<BenchScenario> {
     let path = Scenario {
         delay: Duration::from_millis(10),
         window: (Duration::ZERO, Duration::from_secs(220)),
@@ -35,16 +53,55 @@ pub fn scenarios() -> Vec<(&'static str, &'static str, Scenario)> {
         ..Scenario::default()
     };
     vec![
-        (
-            "sato-ch4-path",
-            "path 100 Mb/s, D 10 ms, p 0.05 %, SACK, 220 s",
-            path,
-        ),
-        (
-            "dumbbell-16",
-            "16 NewReno flows, 50 Mb/s, D 100 ms, buffer 300, 1000 B segments, 60 s",
-            dumbbell,
-        ),
+        BenchScenario {
+            id: "sato-ch4-path",
+            what: "path 100 Mb/s, D 10 ms, p 0.05 %, SACK, 220 s",
+            scenario: path,
+            ns2: vec![
+                "path.tcl", "10", "0.0005", "1", "0", "50", "220", "0", "Sack1",
+            ],
+            ns3: vec![
+                "--delayMs=10",
+                "--loss=0.0005",
+                "--variant=newreno-sack",
+                "--wstart=0",
+            ],
+            payload: 1460.0,
+        },
+        BenchScenario {
+            id: "dumbbell-16",
+            what: "16 NewReno flows, 50 Mb/s, D 100 ms, buffer 300, 1000 B segments, 60 s",
+            scenario: dumbbell,
+            ns2: vec![
+                "dumbbell.tcl",
+                "16",
+                "100",
+                "1",
+                "300",
+                "50",
+                "100",
+                "1",
+                "5",
+                "60",
+                "0",
+            ],
+            ns3: vec![
+                "--topology=dumbbell",
+                "--flows=16",
+                "--delayMs=100",
+                "--loss=0",
+                "--buffer=300",
+                "--segment=1000",
+                "--bottleneck=50Mbps",
+                "--accessMinMs=1",
+                "--accessMaxMs=5",
+                "--duration=60",
+                "--wstart=0",
+                "--startSpread=1",
+                "--variant=newreno",
+            ],
+            payload: 1000.0,
+        },
     ]
 }
 
@@ -57,12 +114,12 @@ fn peak_rss_mb() -> Option<f64> {
 
 /// Runs one reference scenario in this process and prints one JSON line.
 pub fn child(id: &str) -> Result<(), String> {
-    let (_, _, sc) = scenarios()
+    let b = scenarios()
         .into_iter()
-        .find(|s| s.0 == id)
+        .find(|s| s.id == id)
         .ok_or_else(|| format!("unknown bench scenario '{id}'"))?;
     let t = WallClock::now();
-    let r = tcpfec_sim::run(&sc);
+    let r = tcpfec_sim::run(&b.scenario);
     let wall = t.elapsed().as_secs_f64();
     println!(
         "{}",
@@ -72,50 +129,186 @@ pub fn child(id: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs every reference scenario in a child process and prints a table.
-pub fn run(repeat: u32) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
-    println!("simulator speed, single-threaded, best of {repeat} run(s) per scenario");
+/// Runs `cmd` to completion and prints its wall time and peak memory as JSON: the
+/// measurement wrapper for the reference simulators (one child per wrapper, so the
+/// kernel's maximum resident size of children is that one process's).
+pub fn measure(cmd: &[String]) -> Result<(), String> {
+    let (prog, args) = cmd.split_first().ok_or("measure: no command")?;
+    let t = WallClock::now();
+    let out = Command::new(prog)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run {prog}: {e}"))?;
+    let wall = t.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(format!(
+            "{prog} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    // SAFETY: getrusage only writes into the zeroed struct we pass.
+    let maxrss_kb = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru.ru_maxrss as f64
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let goodput = text
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("goodput_mbps="))
+        .and_then(|v| v.parse::<f64>().ok());
     println!(
-        "{:<15} {:>9} {:>12} {:>14} {:>16} {:>10}  what",
-        "scenario", "wall s", "events", "events/s", "data pkts/s", "peak MB"
+        "{}",
+        json!({"wall_s": wall, "peak_rss_mb": maxrss_kb / 1024.0, "goodput_mbps": goodput})
     );
-    for (id, what, _) in scenarios() {
-        let mut best: Option<serde_json::Value> = None;
-        for _ in 0..repeat.max(1) {
-            let out = Command::new(&exe)
-                .args(["bench", "sim", "--child", id])
-                .output()
-                .map_err(|e| format!("cannot run bench child: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "bench child failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-                .map_err(|e| format!("bench child printed no result: {e}"))?;
-            if best
-                .as_ref()
-                .is_none_or(|b| v["wall_s"].as_f64() < b["wall_s"].as_f64())
-            {
-                best = Some(v);
-            }
+    Ok(())
+}
+
+fn run_json(exe: &Path, args: &[String]) -> Result<serde_json::Value, String> {
+    let out = Command::new(exe)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run bench child: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "bench child failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("bench child printed no result: {e}"))
+}
+
+fn best_of(
+    repeat: u32,
+    mut once: impl FnMut() -> Result<serde_json::Value, String>,
+) -> Result<serde_json::Value, String> {
+    let mut best: Option<serde_json::Value> = None;
+    for _ in 0..repeat.max(1) {
+        let v = once()?;
+        if best
+            .as_ref()
+            .is_none_or(|b| v["wall_s"].as_f64() < b["wall_s"].as_f64())
+        {
+            best = Some(v);
         }
-        let v = best.expect("at least one run");
-        let wall = v["wall_s"].as_f64().unwrap_or(f64::NAN);
-        let events = v["events"].as_u64().unwrap_or(0);
-        let pkts = v["data_packets"].as_u64().unwrap_or(0);
+    }
+    Ok(best.expect("at least one run"))
+}
+
+/// Where to find the reference simulators.
+pub struct References {
+    /// ns-2's `ns` binary.
+    pub ns2: Option<PathBuf>,
+    /// The compiled ns-3 validation scenario.
+    pub ns3: Option<PathBuf>,
+    /// Directory with the ns-2 scripts.
+    pub tcl_dir: PathBuf,
+}
+
+/// Runs every reference scenario in child processes and prints a table.
+pub fn run(repeat: u32, refs: &References) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+    println!(
+        "simulator speed, single-threaded, best of {repeat} run(s) per scenario and simulator"
+    );
+    println!(
+        "{:<15} {:<7} {:>9} {:>13} {:>16} {:>9} {:>9} {:>9}",
+        "scenario",
+        "sim",
+        "wall s",
+        "events/s",
+        "delivered pkt/s",
+        "peak MB",
+        "goodput",
+        "speed-up"
+    );
+    for b in scenarios() {
+        let t = best_of(repeat, || {
+            run_json(
+                &exe,
+                &["bench".into(), "sim".into(), "--child".into(), b.id.into()],
+            )
+        })?;
+        let duration = b.scenario.duration.as_secs_f64();
+        let delivered = |v: &serde_json::Value| {
+            v["goodput_mbps"].as_f64().unwrap_or(f64::NAN) * 1e6 * duration
+                / 8.0
+                / b.payload
+                / v["wall_s"].as_f64().unwrap_or(f64::NAN)
+        };
+        let t_wall = t["wall_s"].as_f64().unwrap_or(f64::NAN);
+        let events = t["events"].as_f64().unwrap_or(f64::NAN);
         println!(
-            "{:<15} {:>9.3} {:>12} {:>14.0} {:>16.0} {:>10.1}  {}",
-            id,
-            wall,
-            events,
-            events as f64 / wall,
-            pkts as f64 / wall,
-            v["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
-            what
+            "{:<15} {:<7} {:>9.3} {:>13.0} {:>16.0} {:>9.1} {:>9.2} {:>9}   {}",
+            b.id,
+            "tcpfec",
+            t_wall,
+            events / t_wall,
+            delivered(&t),
+            t["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
+            t["goodput_mbps"].as_f64().unwrap_or(f64::NAN),
+            "",
+            b.what
+        );
+        let mut others: Vec<(&str, Vec<String>)> = Vec::new();
+        if let Some(ns) = &refs.ns2 {
+            let mut args = vec![
+                ns.display().to_string(),
+                refs.tcl_dir.join(b.ns2[0]).display().to_string(),
+            ];
+            args.extend(b.ns2[1..].iter().map(|s| s.to_string()));
+            others.push(("ns-2", args));
+        }
+        if let Some(ns3) = &refs.ns3 {
+            let mut args = vec![ns3.display().to_string()];
+            args.extend(b.ns3.iter().map(|s| s.to_string()));
+            others.push(("ns-3", args));
+        }
+        for (name, args) in others {
+            let mut full = vec![
+                "bench".to_string(),
+                "sim".into(),
+                "--measure".into(),
+                "--".into(),
+            ];
+            full.extend(args);
+            let v = best_of(repeat, || run_json(&exe, &full))?;
+            let wall = v["wall_s"].as_f64().unwrap_or(f64::NAN);
+            println!(
+                "{:<15} {:<7} {:>9.3} {:>13} {:>16.0} {:>9.1} {:>9.2} {:>8.1}x",
+                b.id,
+                name,
+                wall,
+                "-",
+                delivered(&v),
+                v["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
+                v["goodput_mbps"].as_f64().unwrap_or(f64::NAN),
+                wall / t_wall
+            );
+        }
+    }
+    println!("\nspeed-up = reference wall time / tcpfec wall time on the same scenario.");
+    if refs.ns2.is_none() || refs.ns3.is_none() {
+        println!(
+            "(ns-2 / ns-3 not found: run validation/run.sh --quick once to install and build them)"
         );
     }
     Ok(())
+}
+
+/// Finds `ns` on PATH and the ns-3 scenario binary in its build directory.
+pub fn detect(ns2: Option<PathBuf>, ns3: Option<PathBuf>) -> References {
+    let on_path = |name: &str| {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .find(|f| f.is_file())
+        })
+    };
+    let ns3_default = PathBuf::from("validation/build/ns3-scenario");
+    References {
+        ns2: ns2.or_else(|| on_path("ns")),
+        ns3: ns3.or_else(|| ns3_default.is_file().then_some(ns3_default)),
+        tcl_dir: PathBuf::from("validation/ns2"),
+    }
 }

@@ -6,6 +6,7 @@ mod output;
 mod plot;
 mod runner;
 mod sweep;
+mod validate;
 
 use clap::{Args, Parser, Subcommand};
 use std::io::IsTerminal;
@@ -35,6 +36,31 @@ enum Command {
     Sim(Box<SimArgs>),
     /// List the congestion-control schemes that --scheme accepts.
     Schemes,
+    /// Run the validation scenarios in tcpfec, ns-2 and ns-3 and write a comparison report
+    /// (normally through validation/run.sh, which installs and builds the references).
+    Validate {
+        /// The ns-2 binary.
+        #[arg(long)]
+        ns2: Option<PathBuf>,
+        /// The compiled validation/ns3/scenario.cc.
+        #[arg(long)]
+        ns3: Option<PathBuf>,
+        /// Directory holding path.tcl and dumbbell.tcl.
+        #[arg(long, default_value = "validation/ns2")]
+        tcl_dir: PathBuf,
+        /// Seeds per point.
+        #[arg(long, default_value_t = 10)]
+        seeds: u64,
+        /// A few points only.
+        #[arg(long)]
+        quick: bool,
+        /// Directory for validation.csv and the figures.
+        #[arg(long, default_value = "docs/validation")]
+        out: PathBuf,
+        /// The markdown report to write.
+        #[arg(long, default_value = "docs/validation.md")]
+        report: PathBuf,
+    },
     /// Measure speed.
     Bench {
         #[command(subcommand)]
@@ -49,9 +75,21 @@ enum BenchWhat {
         /// Runs per scenario (the best is reported).
         #[arg(long, default_value_t = 3)]
         repeat: u32,
+        /// ns-2 binary to compare with [default: `ns` on PATH, if any].
+        #[arg(long)]
+        ns2: Option<PathBuf>,
+        /// ns-3 scenario binary to compare with [default: validation/build/ns3-scenario].
+        #[arg(long)]
+        ns3: Option<PathBuf>,
         /// Internal: run one scenario in this process and print JSON.
         #[arg(long, hide = true)]
         child: Option<String>,
+        /// Internal: run the command after `--` and print its wall time and peak memory.
+        #[arg(long, hide = true)]
+        measure: bool,
+        /// The command for --measure.
+        #[arg(last = true, hide = true)]
+        command: Vec<String>,
     },
 }
 
@@ -241,11 +279,37 @@ fn main() -> ExitCode {
             schemes();
             Ok(())
         }
+        Command::Validate {
+            ns2,
+            ns3,
+            tcl_dir,
+            seeds,
+            quick,
+            out,
+            report,
+        } => validate::run(&validate::Options {
+            ns2,
+            ns3,
+            tcl_dir,
+            seeds,
+            quick,
+            out,
+            report,
+        }),
         Command::Bench {
-            what: BenchWhat::Sim { repeat, child },
-        } => match child {
-            Some(id) => bench::child(&id),
-            None => bench::run(repeat),
+            what:
+                BenchWhat::Sim {
+                    repeat,
+                    ns2,
+                    ns3,
+                    child,
+                    measure,
+                    command,
+                },
+        } => match (child, measure) {
+            (Some(id), _) => bench::child(&id),
+            (None, true) => bench::measure(&command),
+            (None, false) => bench::run(repeat, &bench::detect(ns2, ns3)),
         },
     };
     match result {

@@ -1,0 +1,779 @@
+//! `tcpfec validate`: runs the validation scenarios in tcpfec, ns-2 and ns-3 and writes a
+//! report (tables and figures) comparing them. `validation/run.sh` installs the reference
+//! simulators and calls this.
+
+use crate::plot::{line_chart, Axes};
+use core::time::Duration;
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tcpfec_proto::Scheme;
+use tcpfec_sim::{LossSpec, Scenario, Start, Topology};
+
+/// Where the reference simulators are and what to run.
+pub struct Options {
+    /// The ns-2 binary (`ns`), if available.
+    pub ns2: Option<PathBuf>,
+    /// The compiled `validation/ns3/scenario.cc`, if available.
+    pub ns3: Option<PathBuf>,
+    /// Directory with `validation/ns2/*.tcl`.
+    pub tcl_dir: PathBuf,
+    /// Seeds per point.
+    pub seeds: u64,
+    /// Fewer points (for a first look).
+    pub quick: bool,
+    /// Where CSV files and figures go.
+    pub out: PathBuf,
+    /// The markdown report to write.
+    pub report: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Point {
+    /// Sato ch. 4 path: bottleneck delay, loss fraction, delayed ACKs.
+    Path {
+        delay_ms: u32,
+        loss: f64,
+        delack: bool,
+    },
+    /// Sato ch. 5 dumbbell: flows and bottleneck delay.
+    Dumbbell { flows: u32, delay_ms: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Sim {
+    Tcpfec,
+    Ns2,
+    Ns3,
+}
+
+impl Sim {
+    fn name(self) -> &'static str {
+        match self {
+            Sim::Tcpfec => "tcpfec",
+            Sim::Ns2 => "ns-2",
+            Sim::Ns3 => "ns-3",
+        }
+    }
+}
+
+/// One comparison: a reference simulator's variant against a tcpfec scheme.
+struct Pairing {
+    reference: Sim,
+    ref_variant: &'static str,
+    scheme: &'static str,
+    label: &'static str,
+}
+
+const PATH_PAIRS: &[Pairing] = &[
+    Pairing {
+        reference: Sim::Ns2,
+        ref_variant: "sack1",
+        scheme: "sack",
+        label: "ns-2 Agent/TCP/Sack1 vs tcpfec sack",
+    },
+    Pairing {
+        reference: Sim::Ns2,
+        ref_variant: "newreno",
+        scheme: "newreno",
+        label: "ns-2 Agent/TCP/Newreno vs tcpfec newreno",
+    },
+    Pairing {
+        reference: Sim::Ns3,
+        ref_variant: "newreno-sack",
+        scheme: "sack",
+        label: "ns-3 TcpNewReno+SACK vs tcpfec sack",
+    },
+    Pairing {
+        reference: Sim::Ns3,
+        ref_variant: "cubic",
+        scheme: "cubic",
+        label: "ns-3 TcpCubic vs tcpfec cubic",
+    },
+];
+
+const DUMBBELL_PAIRS: &[Pairing] = &[
+    Pairing {
+        reference: Sim::Ns3,
+        ref_variant: "newreno-sack",
+        scheme: "sack",
+        label: "ns-3 TcpNewReno+SACK vs tcpfec sack",
+    },
+    Pairing {
+        reference: Sim::Ns3,
+        ref_variant: "newreno",
+        scheme: "newreno",
+        label: "ns-3 TcpNewReno (no SACK) vs tcpfec newreno",
+    },
+    Pairing {
+        reference: Sim::Ns2,
+        ref_variant: "newreno",
+        scheme: "newreno",
+        label: "ns-2 Agent/TCP/Newreno vs tcpfec newreno",
+    },
+];
+
+#[derive(Debug, Clone)]
+struct Job {
+    point: Point,
+    sim: Sim,
+    variant: &'static str,
+    seed: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Measure {
+    /// Goodput over the steady window (20–220 s path, 20–60 s dumbbell).
+    goodput: f64,
+    /// Goodput over 0–20 s (dumbbell).
+    early: Option<f64>,
+    flows: Vec<f64>,
+    fast_recoveries: Option<f64>,
+    timeouts: Option<f64>,
+}
+
+fn points(quick: bool) -> (Vec<Point>, Vec<Point>) {
+    let delays: &[u32] = if quick {
+        &[10, 200]
+    } else {
+        &[10, 50, 100, 200, 300]
+    };
+    let losses: &[f64] = if quick {
+        &[0.0001, 0.005]
+    } else {
+        &[0.00001, 0.0001, 0.0005, 0.001, 0.005, 0.01]
+    };
+    let mut path = Vec::new();
+    for delack in [false, true] {
+        for &d in delays {
+            path.push(Point::Path {
+                delay_ms: d,
+                loss: 0.0005,
+                delack,
+            });
+        }
+        for &p in losses {
+            if p != 0.0005 {
+                path.push(Point::Path {
+                    delay_ms: 200,
+                    loss: p,
+                    delack,
+                });
+            }
+        }
+    }
+    let mut dumbbell = Vec::new();
+    for flows in if quick { vec![8] } else { vec![8, 16] } {
+        for d in if quick { vec![100] } else { vec![50, 100, 200] } {
+            dumbbell.push(Point::Dumbbell { flows, delay_ms: d });
+        }
+    }
+    (path, dumbbell)
+}
+
+fn path_scenario(delay_ms: u32, loss: f64, delack: bool, scheme: &str, seed: u64) -> Scenario {
+    Scenario {
+        scheme: Scheme::parse(scheme).expect("built-in"),
+        delay: Duration::from_millis(delay_ms as u64),
+        loss: if loss > 0.0 {
+            LossSpec::Bernoulli { p: loss }
+        } else {
+            LossSpec::None
+        },
+        delayed_ack: delack,
+        seed,
+        ..Scenario::default()
+    }
+}
+
+fn dumbbell_scenario(
+    flows: u32,
+    delay_ms: u32,
+    scheme: &str,
+    seed: u64,
+    window: (u64, u64),
+) -> Scenario {
+    Scenario {
+        topology: Topology::Dumbbell,
+        flows,
+        bottleneck_bps: 50_000_000,
+        access_bps: 100_000_000,
+        delay: Duration::from_millis(delay_ms as u64),
+        access_delay: (Duration::from_millis(1), Duration::from_millis(5)),
+        buffer: 300,
+        packet_size: 1040,
+        loss: LossSpec::None,
+        scheme: Scheme::parse(scheme).expect("built-in"),
+        duration: Duration::from_secs(60),
+        window: (Duration::from_secs(window.0), Duration::from_secs(window.1)),
+        start: Start::Uniform {
+            from: Duration::ZERO,
+            to: Duration::from_secs(1),
+        },
+        seed,
+        ..Scenario::default()
+    }
+}
+
+fn parse_kv(text: &str) -> BTreeMap<String, String> {
+    text.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn run_external(cmd: &mut Command) -> Result<BTreeMap<String, String>, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("goodput_mbps="))
+        .unwrap_or("");
+    Ok(parse_kv(line))
+}
+
+fn num(kv: &BTreeMap<String, String>, k: &str) -> Option<f64> {
+    kv.get(k).and_then(|v| v.parse().ok())
+}
+
+fn list(kv: &BTreeMap<String, String>, k: &str) -> Vec<f64> {
+    kv.get(k)
+        .map(|v| v.split(';').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+fn run_job(job: &Job, opts: &Options) -> Result<Measure, String> {
+    match (job.sim, job.point) {
+        (
+            Sim::Tcpfec,
+            Point::Path {
+                delay_ms,
+                loss,
+                delack,
+            },
+        ) => {
+            let r = tcpfec_sim::run(&path_scenario(
+                delay_ms,
+                loss,
+                delack,
+                job.variant,
+                job.seed,
+            ));
+            Ok(Measure {
+                goodput: r.goodput_mbps,
+                early: None,
+                flows: r.flows.iter().map(|f| f.goodput_mbps).collect(),
+                fast_recoveries: Some(r.fast_recoveries as f64),
+                timeouts: Some(r.timeouts as f64),
+            })
+        }
+        (Sim::Tcpfec, Point::Dumbbell { flows, delay_ms }) => {
+            let late = tcpfec_sim::run(&dumbbell_scenario(
+                flows,
+                delay_ms,
+                job.variant,
+                job.seed,
+                (20, 60),
+            ));
+            let early = tcpfec_sim::run(&dumbbell_scenario(
+                flows,
+                delay_ms,
+                job.variant,
+                job.seed,
+                (0, 20),
+            ));
+            Ok(Measure {
+                goodput: late.goodput_mbps,
+                early: Some(early.goodput_mbps),
+                flows: late.flows.iter().map(|f| f.goodput_mbps).collect(),
+                fast_recoveries: Some(late.fast_recoveries as f64),
+                timeouts: Some(late.timeouts as f64),
+            })
+        }
+        (Sim::Ns2, point) => {
+            let ns = opts.ns2.as_ref().ok_or("ns-2 not available")?;
+            let mut cmd = Command::new(ns);
+            match point {
+                Point::Path {
+                    delay_ms,
+                    loss,
+                    delack,
+                } => {
+                    let agent = if job.variant == "newreno" {
+                        "Newreno"
+                    } else {
+                        "Sack1"
+                    };
+                    cmd.arg(opts.tcl_dir.join("path.tcl")).args([
+                        delay_ms.to_string(),
+                        loss.to_string(),
+                        job.seed.to_string(),
+                        (delack as u8).to_string(),
+                        "50".into(),
+                        "220".into(),
+                        "20".into(),
+                        agent.into(),
+                    ]);
+                }
+                Point::Dumbbell { flows, delay_ms } => {
+                    cmd.arg(opts.tcl_dir.join("dumbbell.tcl")).args([
+                        flows.to_string(),
+                        delay_ms.to_string(),
+                        job.seed.to_string(),
+                    ]);
+                }
+            }
+            let kv = run_external(&mut cmd)?;
+            let cuts = num(&kv, "cwnd_cuts");
+            let timeouts = num(&kv, "timeouts");
+            Ok(Measure {
+                goodput: num(&kv, "goodput_mbps").ok_or("ns-2 printed no goodput")?,
+                early: num(&kv, "goodput_early_mbps"),
+                flows: list(&kv, "flows"),
+                // ns-2 counts window cuts for congestion; those not caused by a timeout are
+                // fast recoveries.
+                fast_recoveries: cuts.zip(timeouts).map(|(c, t)| (c - t).max(0.0)),
+                timeouts,
+            })
+        }
+        (Sim::Ns3, point) => {
+            let bin = opts.ns3.as_ref().ok_or("ns-3 scenario not available")?;
+            let mut cmd = Command::new(bin);
+            cmd.arg(format!("--variant={}", job.variant))
+                .arg(format!("--seed={}", job.seed));
+            match point {
+                Point::Path {
+                    delay_ms,
+                    loss,
+                    delack,
+                } => {
+                    cmd.args([
+                        format!("--delayMs={delay_ms}"),
+                        format!("--loss={loss}"),
+                        format!("--delack={}", delack as u8),
+                    ]);
+                }
+                Point::Dumbbell { flows, delay_ms } => {
+                    cmd.args([
+                        "--topology=dumbbell".to_string(),
+                        format!("--flows={flows}"),
+                        format!("--delayMs={delay_ms}"),
+                        "--loss=0".into(),
+                        "--buffer=300".into(),
+                        "--segment=1000".into(),
+                        "--bottleneck=50Mbps".into(),
+                        "--accessMinMs=1".into(),
+                        "--accessMaxMs=5".into(),
+                        "--duration=60".into(),
+                        "--wstart=20".into(),
+                        "--startSpread=1".into(),
+                    ]);
+                }
+            }
+            let kv = run_external(&mut cmd)?;
+            Ok(Measure {
+                goodput: num(&kv, "goodput_mbps").ok_or("ns-3 printed no goodput")?,
+                early: num(&kv, "goodput_early_mbps"),
+                flows: list(&kv, "flows"),
+                fast_recoveries: num(&kv, "fast_recoveries"),
+                timeouts: num(&kv, "timeouts"),
+            })
+        }
+    }
+}
+
+fn jobs(opts: &Options) -> Vec<Job> {
+    let (path, dumbbell) = points(opts.quick);
+    let have = |s: Sim| match s {
+        Sim::Tcpfec => true,
+        Sim::Ns2 => opts.ns2.is_some(),
+        Sim::Ns3 => opts.ns3.is_some(),
+    };
+    let mut out = Vec::new();
+    for (pts, pairs) in [(&path, PATH_PAIRS), (&dumbbell, DUMBBELL_PAIRS)] {
+        for &point in pts.iter() {
+            for pair in pairs {
+                for seed in 1..=opts.seeds {
+                    if have(pair.reference) {
+                        out.push(Job {
+                            point,
+                            sim: pair.reference,
+                            variant: pair.ref_variant,
+                            seed,
+                        });
+                    }
+                    out.push(Job {
+                        point,
+                        sim: Sim::Tcpfec,
+                        variant: pair.scheme,
+                        seed,
+                    });
+                }
+            }
+        }
+    }
+    // tcpfec runs appear once per (point, scheme, seed) even if two pairings share them.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|j| seen.insert(format!("{:?}{:?}{}{}", j.point, j.sim, j.variant, j.seed)));
+    // Longest first (ns-3, low delay) so the parallel tail is short.
+    out.sort_by_key(|j| std::cmp::Reverse(j.sim));
+    out
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let var = if v.len() > 1 {
+        v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64
+    } else {
+        0.0
+    };
+    (m, var.sqrt())
+}
+
+type Results = Vec<(Job, Measure)>;
+
+fn collect<'a>(res: &'a Results, point: Point, sim: Sim, variant: &str) -> Vec<&'a Measure> {
+    res.iter()
+        .filter(|(j, _)| j.point == point && j.sim == sim && j.variant == variant)
+        .map(|(_, m)| m)
+        .collect()
+}
+
+fn point_label(p: Point) -> String {
+    match p {
+        Point::Path {
+            delay_ms,
+            loss,
+            delack,
+        } => format!(
+            "D={delay_ms} ms, p={}%{}",
+            loss * 100.0,
+            if delack { ", delack" } else { "" }
+        ),
+        Point::Dumbbell { flows, delay_ms } => format!("N={flows}, D={delay_ms} ms"),
+    }
+}
+
+/// Mathis et al.: MSS/RTT · sqrt(3/(2bp)), Mb/s.
+fn mathis(delay_ms: u32, p: f64, b: f64) -> f64 {
+    let rtt = 2.0 * (delay_ms as f64 + 2.0) / 1e3;
+    1460.0 * 8.0 / rtt * (3.0 / (2.0 * b * p)).sqrt() / 1e6
+}
+
+/// PFTK with T0 = max(200 ms, RTT) (the RTO on these stable paths), Mb/s.
+fn pftk(delay_ms: u32, p: f64, b: f64) -> f64 {
+    let rtt = 2.0 * (delay_ms as f64 + 2.0) / 1e3;
+    let t0 = rtt.max(0.2);
+    let d = rtt * (2.0 * b * p / 3.0).sqrt()
+        + t0 * (3.0 * (3.0 * b * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
+    1460.0 * 8.0 / d / 1e6
+}
+
+fn table(
+    res: &Results,
+    points: &[Point],
+    pair: &Pairing,
+    md: &mut String,
+    summary: &mut Vec<String>,
+) {
+    let _ = writeln!(md, "\n### {}\n", pair.label);
+    let _ = writeln!(
+        md,
+        "| point | {} goodput (Mb/s) | tcpfec goodput (Mb/s) | diff | FR ref / tcpfec | RTO ref / tcpfec |",
+        pair.reference.name()
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    let (mut within, mut total) = (0, 0);
+    for &p in points {
+        let r = collect(res, p, pair.reference, pair.ref_variant);
+        let t = collect(res, p, Sim::Tcpfec, pair.scheme);
+        if r.is_empty() || t.is_empty() {
+            continue;
+        }
+        let g = |v: &[&Measure]| mean_sd(&v.iter().map(|m| m.goodput).collect::<Vec<_>>());
+        let c = |v: &[&Measure], f: fn(&Measure) -> Option<f64>| {
+            let x: Vec<f64> = v.iter().filter_map(|m| f(m)).collect();
+            if x.is_empty() {
+                "–".to_string()
+            } else {
+                format!("{:.1}", mean_sd(&x).0)
+            }
+        };
+        let ((rm, rs), (tm, ts)) = (g(&r), g(&t));
+        let diff = (tm - rm) / rm * 100.0;
+        total += 1;
+        if diff.abs() <= 10.0 {
+            within += 1;
+        }
+        let _ = writeln!(
+            md,
+            "| {} | {rm:.3} ± {rs:.3} | {tm:.3} ± {ts:.3} | {diff:+.1}% {} | {} / {} | {} / {} |",
+            point_label(p),
+            if diff.abs() <= 10.0 { "✓" } else { "✗" },
+            c(&r, |m| m.fast_recoveries),
+            c(&t, |m| m.fast_recoveries),
+            c(&r, |m| m.timeouts),
+            c(&t, |m| m.timeouts),
+        );
+    }
+    summary.push(format!(
+        "- {}: {within} of {total} points within 10 %",
+        pair.label
+    ));
+}
+
+fn dumbbell_table(res: &Results, points: &[Point], pair: &Pairing, md: &mut String) {
+    let _ = writeln!(md, "\n### {} — windows and fairness\n", pair.label);
+    let _ = writeln!(
+        md,
+        "| point | sim | 0–20 s | 20–60 s | 0–60 s | Jain 20–60 s |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    for &p in points {
+        for (sim, variant) in [
+            (pair.reference, pair.ref_variant),
+            (Sim::Tcpfec, pair.scheme),
+        ] {
+            let v = collect(res, p, sim, variant);
+            if v.is_empty() {
+                continue;
+            }
+            let early = mean_sd(&v.iter().filter_map(|m| m.early).collect::<Vec<_>>()).0;
+            let late = mean_sd(&v.iter().map(|m| m.goodput).collect::<Vec<_>>()).0;
+            let jain = mean_sd(
+                &v.iter()
+                    .map(|m| tcpfec_sim::metrics::jain(&m.flows))
+                    .collect::<Vec<_>>(),
+            )
+            .0;
+            let _ = writeln!(
+                md,
+                "| {} | {} {} | {early:.2} | {late:.2} | {:.2} | {jain:.3} |",
+                point_label(p),
+                sim.name(),
+                variant,
+                (early * 20.0 + late * 40.0) / 60.0
+            );
+        }
+    }
+}
+
+fn figure_path(
+    res: &Results,
+    points: &[Point],
+    by_delay: bool,
+    delack: bool,
+    out: &Path,
+) -> Result<PathBuf, String> {
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let selected: Vec<Point> = points
+        .iter()
+        .copied()
+        .filter(|p| match *p {
+            Point::Path {
+                delay_ms,
+                loss,
+                delack: da,
+            } => {
+                da == delack
+                    && if by_delay {
+                        loss == 0.0005
+                    } else {
+                        delay_ms == 200
+                    }
+            }
+            _ => false,
+        })
+        .collect();
+    let x_of = |p: Point| match p {
+        Point::Path { delay_ms, loss, .. } => {
+            if by_delay {
+                delay_ms as f64
+            } else {
+                loss * 100.0
+            }
+        }
+        _ => 0.0,
+    };
+    for (sim, variant, label) in [
+        (Sim::Ns2, "sack1", "ns-2 Sack1"),
+        (Sim::Ns2, "newreno", "ns-2 Newreno"),
+        (Sim::Tcpfec, "newreno", "tcpfec newreno"),
+        (Sim::Ns3, "newreno-sack", "ns-3 NewReno+SACK"),
+        (Sim::Tcpfec, "sack", "tcpfec sack"),
+        (Sim::Ns3, "cubic", "ns-3 CUBIC"),
+        (Sim::Tcpfec, "cubic", "tcpfec cubic"),
+    ] {
+        let mut pts: Vec<(f64, f64)> = selected
+            .iter()
+            .filter_map(|&p| {
+                let v = collect(res, p, sim, variant);
+                (!v.is_empty()).then(|| {
+                    (
+                        x_of(p),
+                        mean_sd(&v.iter().map(|m| m.goodput).collect::<Vec<_>>()).0,
+                    )
+                })
+            })
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if !pts.is_empty() {
+            series.push((label.to_string(), pts));
+        }
+    }
+    let b = if delack { 2.0 } else { 1.0 };
+    let model = |f: fn(u32, f64, f64) -> f64| -> Vec<(f64, f64)> {
+        let mut v: Vec<(f64, f64)> = selected
+            .iter()
+            .map(|&p| match p {
+                Point::Path { delay_ms, loss, .. } => (x_of(p), f(delay_ms, loss, b).min(97.33)),
+                _ => (0.0, 0.0),
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    };
+    series.push(("Mathis".into(), model(mathis)));
+    series.push(("PFTK".into(), model(pftk)));
+    let name = format!(
+        "path-{}{}.svg",
+        if by_delay { "delay" } else { "loss" },
+        if delack { "-delack" } else { "" }
+    );
+    let file = out.join(&name);
+    let axes = Axes {
+        x_desc: if by_delay {
+            "bottleneck one-way delay D [ms]"
+        } else {
+            "packet loss rate [%]"
+        },
+        y_desc: "goodput [Mb/s]",
+        x_log: !by_delay,
+        y_log: true,
+    };
+    let title = if by_delay {
+        format!(
+            "Sato ch. 4 path, p = 0.05 %{}",
+            if delack { ", delayed ACKs" } else { "" }
+        )
+    } else {
+        format!(
+            "Sato ch. 4 path, D = 200 ms{}",
+            if delack { ", delayed ACKs" } else { "" }
+        )
+    };
+    line_chart(&file, &title, &axes, &series)?;
+    Ok(PathBuf::from(name))
+}
+
+/// Runs everything and writes the CSV files, figures and the report.
+pub fn run(opts: &Options) -> Result<(), String> {
+    std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    let jobs = jobs(opts);
+    let bar = ProgressBar::new(jobs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} runs, eta {eta}",
+        )
+        .expect("valid template"),
+    );
+    let results: Vec<Result<(Job, Measure), String>> = jobs
+        .into_par_iter()
+        .map(|job| {
+            let m = run_job(&job, opts);
+            bar.inc(1);
+            m.map(|m| (job, m))
+        })
+        .collect();
+    bar.finish_and_clear();
+    let results: Results = results.into_iter().collect::<Result<_, _>>()?;
+    write_csv(&results, &opts.out)?;
+    let (path, dumbbell) = points(opts.quick);
+    let mut md = String::new();
+    let mut summary = Vec::new();
+    for pair in PATH_PAIRS {
+        table(&results, &path, pair, &mut md, &mut summary);
+    }
+    for pair in DUMBBELL_PAIRS {
+        table(&results, &dumbbell, pair, &mut md, &mut summary);
+        dumbbell_table(&results, &dumbbell, pair, &mut md);
+    }
+    let mut figs = Vec::new();
+    for by_delay in [true, false] {
+        for delack in [false, true] {
+            figs.push(figure_path(&results, &path, by_delay, delack, &opts.out)?);
+        }
+    }
+    let report = render(opts, &summary, &md, &figs);
+    std::fs::write(&opts.report, report).map_err(|e| format!("{}: {e}", opts.report.display()))?;
+    println!("{}", summary.join("\n"));
+    println!("wrote {} and {}", opts.report.display(), opts.out.display());
+    Ok(())
+}
+
+fn write_csv(res: &Results, out: &Path) -> Result<(), String> {
+    let mut s = String::from("scenario,delay_ms,loss,delack,flows,sim,variant,seed,goodput_mbps,goodput_0_20_mbps,fast_recoveries,timeouts,jain\n");
+    for (j, m) in res {
+        let (kind, d, p, da, n) = match j.point {
+            Point::Path {
+                delay_ms,
+                loss,
+                delack,
+            } => ("path", delay_ms, loss, delack as u8, 1),
+            Point::Dumbbell { flows, delay_ms } => ("dumbbell", delay_ms, 0.0, 0, flows),
+        };
+        let opt = |x: Option<f64>| x.map_or(String::new(), |v| v.to_string());
+        let _ = writeln!(
+            s,
+            "{kind},{d},{p},{da},{n},{},{},{},{},{},{},{},{}",
+            j.sim.name(),
+            j.variant,
+            j.seed,
+            m.goodput,
+            opt(m.early),
+            opt(m.fast_recoveries),
+            opt(m.timeouts),
+            tcpfec_sim::metrics::jain(&m.flows)
+        );
+    }
+    std::fs::write(out.join("validation.csv"), s).map_err(|e| e.to_string())
+}
+
+fn render(opts: &Options, summary: &[String], tables: &str, figs: &[PathBuf]) -> String {
+    let rel = |f: &PathBuf| {
+        let fig_dir = opts.out.strip_prefix("docs").unwrap_or(&opts.out);
+        fig_dir.join(f).display().to_string()
+    };
+    let mut s = String::new();
+    let _ = writeln!(s, "# Validation against ns-2 and ns-3\n");
+    let _ = writeln!(
+        s,
+        "Generated by `validation/run.sh{}` ({} seeds per point). Every number below is a mean over seeds; `±` is the standard deviation. Raw runs: `{}/validation.csv`.\n",
+        if opts.quick { " --quick" } else { "" },
+        opts.seeds,
+        opts.out.display()
+    );
+    let _ = writeln!(s, "## Summary\n\n{}\n", summary.join("\n"));
+    let _ = writeln!(s, "{}", include_str!("../validation/NOTES.md"));
+    let _ = writeln!(s, "## Figures\n");
+    for f in figs {
+        let _ = writeln!(s, "![{}]({})\n", f.display(), rel(f));
+    }
+    let _ = writeln!(s, "## Tables{tables}");
+    s
+}
