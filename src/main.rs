@@ -99,7 +99,8 @@ struct SimArgs {
     /// Flags given on the command line override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Congestion control: tahoe, reno, newreno, sack, cubic [default: sack].
+    /// Scheme: tahoe, reno, newreno, sack, cubic, or a FEC scheme such as fec-fmax-10
+    /// (`tcpfec schemes` lists them) [default: sack].
     #[arg(long, allow_hyphen_values = true)]
     scheme: Option<String>,
     /// path (sender-R1-R2-receiver) or dumbbell (N sender/receiver pairs) [default: path].
@@ -266,7 +267,10 @@ fn sim(args: SimArgs) -> Result<(), String> {
 
 fn schemes() {
     for (name, what, _, _) in tcpfec_proto::BASELINE_SCHEMES {
-        println!("{name:<10} {what}");
+        println!("{name:<18} {what}");
+    }
+    for (name, what) in tcpfec_proto::FEC_SCHEMES {
+        println!("{name:<18} {what}");
     }
 }
 

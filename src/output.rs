@@ -25,6 +25,13 @@ pub fn run_json(o: &Outcome) -> Value {
     );
     m.insert("retransmission_rate".into(), json!(r.retransmission_rate));
     m.insert("data_loss_rate".into(), json!(r.data_loss_rate));
+    m.insert("redundancy_rate".into(), json!(r.redundancy_rate));
+    m.insert(
+        "effective_recovery_rate".into(),
+        json!(r.effective_recovery_rate),
+    );
+    m.insert("recovered_packets".into(), json!(r.recovered_packets));
+    m.insert("unrecoverable_groups".into(), json!(r.unrecoverable_groups));
     m.insert("fast_recoveries".into(), json!(r.fast_recoveries));
     m.insert("timeouts".into(), json!(r.timeouts));
     m.insert("completion_time_s".into(), opt(r.completion_time_s));
@@ -50,6 +57,10 @@ fn csv_columns(first: &Outcome) -> Vec<String> {
         "throughput_mbps",
         "retransmission_rate",
         "data_loss_rate",
+        "redundancy_rate",
+        "effective_recovery_rate",
+        "recovered_packets",
+        "unrecoverable_groups",
         "fast_recoveries",
         "timeouts",
         "completion_time_s",
@@ -121,8 +132,8 @@ pub fn table(outcomes: &[Outcome], swept: &[String]) -> String {
     }
     let _ = writeln!(
         s,
-        "{:>5} {:>10} {:>8} {:>8} {:>6} {:>6} {:>10}",
-        "seed", "goodput", "rexmit", "loss", "FR", "RTO", "complete"
+        "{:>5} {:>10} {:>8} {:>8} {:>6} {:>6} {:>7} {:>8} {:>10}",
+        "seed", "goodput", "rexmit", "loss", "FR", "RTO", "redund", "recovrd", "complete"
     );
     for o in outcomes {
         for h in &header {
@@ -137,13 +148,15 @@ pub fn table(outcomes: &[Outcome], swept: &[String]) -> String {
         let r = &o.result;
         let _ = writeln!(
             s,
-            "{:>5} {:>5.2} Mb/s {:>7.3}% {:>7.3}% {:>6} {:>6} {:>10}",
+            "{:>5} {:>5.2} Mb/s {:>7.3}% {:>7.3}% {:>6} {:>6} {:>6.2}% {:>8} {:>10}",
             o.run.scenario.seed,
             r.goodput_mbps,
             r.retransmission_rate * 100.0,
             r.data_loss_rate * 100.0,
             r.fast_recoveries,
             r.timeouts,
+            r.redundancy_rate * 100.0,
+            r.recovered_packets,
             r.completion_time_s
                 .map_or("-".into(), |c| format!("{c:.3} s")),
         );
@@ -185,10 +198,12 @@ pub fn write_traces(dir: &Path, outcomes: &[Outcome]) -> Result<(), String> {
         .collect();
     let mut series = Vec::new();
     for (i, o) in outcomes.iter().enumerate() {
-        let mut s = String::from("time_s,flow,cwnd_segments\n");
+        let mut s = String::from("time_s,flow,cwnd_segments,fec_group_size\n");
         for (flow, pts) in o.result.cwnd_series.iter().enumerate() {
-            for (t, w) in pts {
-                let _ = writeln!(s, "{t:.3},{flow},{w:.3}");
+            let groups = o.result.group_size_series.get(flow);
+            for (k, (t, w)) in pts.iter().enumerate() {
+                let g = groups.and_then(|v| v.get(k)).map_or(0.0, |x| x.1);
+                let _ = writeln!(s, "{t:.3},{flow},{w:.3},{g}");
             }
         }
         std::fs::write(dir.join(format!("cwnd-{i}.csv")), s).map_err(|e| e.to_string())?;

@@ -1,6 +1,7 @@
 //! Connection parameters and the named schemes that select congestion behaviour.
 
 use crate::cc::CcKind;
+use crate::fec::{FecConfig, GroupPolicy};
 use core::time::Duration;
 
 /// How lost segments are detected and repaired once duplicate ACKs arrive.
@@ -17,7 +18,7 @@ pub enum Recovery {
 }
 
 /// A named congestion-control scheme: a recovery algorithm plus a window-growth rule.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Scheme {
     /// The name users type (`sack`, `cubic`, …).
     pub name: String,
@@ -25,7 +26,19 @@ pub struct Scheme {
     pub recovery: Recovery,
     /// Window growth and decrease.
     pub cc: CcKind,
+    /// Forward error correction, if the scheme uses it.
+    pub fec: Option<FecConfig>,
 }
+
+/// The FEC scheme families: pattern, description (`tcpfec schemes` prints these).
+pub const FEC_SCHEMES: &[(&str, &str)] = &[
+    ("fec-cwnd", "Sato S1+S4: one XOR repair per cwnd-1 segments, duplicate-ACK suppression, SACK base (diss. ch. 4 'fec')"),
+    ("fec-cwnd-oK", "as fec-cwnd with group size cwnd-K (K=0: the ch. 3 redundancy 1/cwnd)"),
+    ("fec-static-N", "Sato S2+S4: one XOR repair per N segments, duplicate-ACK suppression (ch. 3 'fec 1/N')"),
+    ("fec-fmax-N", "Sato S3+S4: group size min(cwnd-1, N), duplicate-ACK suppression (ch. 4 'fec+fmax N')"),
+    ("fec-dup-...", "any of the above without duplicate-ACK suppression (ch. 3 simple FEC; ch. 4 'fec-dup')"),
+    ("fec-il-gG-lL-rR", "Sato S4-S6: G interleaved groups of min(cwnd/G, L) (L=0: no limit), ECN-Echo on recovery with cwnd x R once per window, NewReno base (ch. 5)"),
+];
 
 /// The baseline schemes: name, description, recovery, window rule.
 pub const BASELINE_SCHEMES: &[(&str, &str, Recovery, CcKind)] = &[
@@ -65,18 +78,24 @@ impl Scheme {
     /// Looks a scheme up by name (case-insensitive).
     pub fn parse(name: &str) -> Result<Scheme, String> {
         let lower = name.trim().to_ascii_lowercase();
-        BASELINE_SCHEMES
-            .iter()
-            .find(|s| s.0 == lower)
-            .map(|&(n, _, recovery, cc)| Scheme {
+        if let Some(&(n, _, recovery, cc)) = BASELINE_SCHEMES.iter().find(|s| s.0 == lower) {
+            return Ok(Scheme {
                 name: n.to_string(),
                 recovery,
                 cc,
-            })
-            .ok_or_else(|| {
-                let known: Vec<&str> = BASELINE_SCHEMES.iter().map(|s| s.0).collect();
-                format!("unknown scheme '{name}' (known: {})", known.join(", "))
-            })
+                fec: None,
+            });
+        }
+        if lower.starts_with("fec-") {
+            return parse_fec(&lower).map_err(|why| format!("scheme '{name}': {why}"));
+        }
+        let known: Vec<&str> = BASELINE_SCHEMES.iter().map(|s| s.0).collect();
+        let fec: Vec<&str> = FEC_SCHEMES.iter().map(|s| s.0).collect();
+        Err(format!(
+            "unknown scheme '{name}' (known: {}, {}; see `tcpfec schemes`)",
+            known.join(", "),
+            fec.join(", ")
+        ))
     }
 
     /// True if the scheme negotiates and uses SACK blocks.
@@ -136,6 +155,96 @@ impl Default for Config {
             max_sack_blocks: 3,
             syn_retries: 6,
             scheme: Scheme::parse("sack").expect("built-in scheme"),
+        }
+    }
+}
+
+fn number<T: core::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
+    s.parse()
+        .map_err(|_| format!("'{s}' is not a valid {what}"))
+}
+
+/// Parses the Sato scheme names (`fec-cwnd`, `fec-static-10`, `fec-dup-fmax-10`,
+/// `fec-il-g3-l30-r0.7`, …).
+fn parse_fec(name: &str) -> Result<Scheme, String> {
+    let rest = name.strip_prefix("fec-").expect("checked prefix");
+    let (suppress, rest) = match rest.strip_prefix("dup-") {
+        Some(r) => (false, r),
+        None => (true, rest),
+    };
+    let parts: Vec<&str> = rest.split('-').collect();
+    let mut recovery = Recovery::Sack;
+    let mut ecn_factor = None;
+    let policy = match parts.as_slice() {
+        ["cwnd"] => GroupPolicy::Cwnd { offset: 1 },
+        ["cwnd", o] if o.starts_with('o') => GroupPolicy::Cwnd {
+            offset: number(&o[1..], "cwnd offset")?,
+        },
+        ["static", n] => GroupPolicy::Static(number::<u16>(n, "group size")?.max(1)),
+        ["fmax", n] => GroupPolicy::Fmax(number::<u16>(n, "fmax")?.max(1)),
+        ["il", g, l, r] if g.starts_with('g') && l.starts_with('l') && r.starts_with('r') => {
+            let groups: u16 = number(&g[1..], "group count g")?;
+            let limit: u16 = number(&l[1..], "size limit l")?;
+            let factor: f64 = number(&r[1..], "reduction factor r")?;
+            if groups == 0 {
+                return Err("g must be at least 1".into());
+            }
+            if !(factor > 0.0 && factor <= 1.0) {
+                return Err("r must be in (0, 1]".into());
+            }
+            recovery = Recovery::NewReno;
+            ecn_factor = Some(factor);
+            GroupPolicy::Interleave { groups, limit }
+        }
+        _ => return Err("not a known FEC scheme form (see `tcpfec schemes`)".into()),
+    };
+    Ok(Scheme {
+        name: name.to_string(),
+        recovery,
+        cc: CcKind::Reno,
+        fec: Some(FecConfig {
+            policy,
+            suppress_dupacks: suppress,
+            ecn_factor,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fec_scheme_names_parse() {
+        let s = Scheme::parse("fec-fmax-10").unwrap();
+        assert_eq!(s.fec.unwrap().policy, GroupPolicy::Fmax(10));
+        assert!(s.fec.unwrap().suppress_dupacks);
+        assert_eq!(s.recovery, Recovery::Sack);
+        let s = Scheme::parse("fec-dup-fmax-10").unwrap();
+        assert!(!s.fec.unwrap().suppress_dupacks);
+        let s = Scheme::parse("FEC-IL-G3-L30-R0.7").unwrap();
+        let f = s.fec.unwrap();
+        assert_eq!(
+            f.policy,
+            GroupPolicy::Interleave {
+                groups: 3,
+                limit: 30
+            }
+        );
+        assert_eq!(f.ecn_factor, Some(0.7));
+        assert_eq!(s.recovery, Recovery::NewReno);
+        assert_eq!(
+            Scheme::parse("fec-cwnd-o0").unwrap().fec.unwrap().policy,
+            GroupPolicy::Cwnd { offset: 0 }
+        );
+        for bad in [
+            "fec-fmax-x",
+            "fec-il-g0-l1-r0.5",
+            "fec-il-g2-l1-r1.5",
+            "fec-foo",
+            "fec-static",
+        ] {
+            assert!(Scheme::parse(bad).is_err(), "{bad}");
         }
     }
 }

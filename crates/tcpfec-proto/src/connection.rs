@@ -6,7 +6,7 @@
 
 use crate::config::Config;
 use crate::receiver::Receiver;
-use crate::sender::{AckInfo, Sender};
+use crate::sender::{AckInfo, Outgoing, Sender};
 use crate::stats::Stats;
 use crate::time::Instant;
 use crate::wire::{Flags, Packet, WireError};
@@ -279,9 +279,16 @@ impl Connection {
         if sack {
             self.receiver.enable_sack(self.cfg.max_sack_blocks);
         }
+        if let Some(f) = self.cfg.scheme.fec {
+            self.receiver.enable_fec(f);
+        }
     }
 
     fn on_established_packet(&mut self, now: Instant, p: Packet) {
+        if let (Some(info), Some(group)) = (p.repair, p.fec) {
+            self.receiver.on_repair(now, group, info, p.payload);
+            return;
+        }
         let occupies = p.occupies_segment();
         if p.flags.contains(Flags::ACK) {
             self.sender.on_ack(
@@ -300,7 +307,7 @@ impl Connection {
             let fin = p.flags.contains(Flags::FIN);
             let cwr = p.flags.contains(Flags::CWR);
             self.receiver
-                .on_segment(now, p.seg, p.payload, fin, p.ts_val, cwr);
+                .on_segment(now, p.seg, p.payload, fin, p.ts_val, cwr, p.fec);
         }
         if self.linger_deadline.is_none()
             && self.receiver.fin_delivered()
@@ -321,15 +328,33 @@ impl Connection {
             State::Closed | State::Listen => None,
             State::SynSent | State::SynReceived => self.poll_handshake(now),
             State::Established => {
-                if let Some(s) = self.sender.poll_segment(now) {
-                    let mut flags = Flags::empty();
-                    if s.fin {
-                        flags.insert(Flags::FIN);
+                match self.sender.poll(now) {
+                    Some(Outgoing::Segment(s)) => {
+                        let mut flags = Flags::empty();
+                        if s.fin {
+                            flags.insert(Flags::FIN);
+                        }
+                        if s.cwr {
+                            flags.insert(Flags::CWR);
+                        }
+                        let mut p = self.packet(now, flags, s.seg, s.payload);
+                        p.fec = s.fec;
+                        return Some(p);
                     }
-                    if s.cwr {
-                        flags.insert(Flags::CWR);
+                    Some(Outgoing::Repair(r)) => {
+                        // Repairs carry no acknowledgement state of their own: a pending
+                        // ACK still goes out on the next data or pure ACK packet.
+                        return Some(Packet {
+                            conn_id: self.peer_conn_id,
+                            seg: r.group.first,
+                            ts_val: timestamp(now),
+                            fec: Some(r.group),
+                            repair: Some(r.info),
+                            payload: r.payload,
+                            ..Packet::default()
+                        });
                     }
-                    return Some(self.packet(now, flags, s.seg, s.payload));
+                    None => {}
                 }
                 if self.receiver.wants_ack(now) {
                     self.acks_sent += 1;
@@ -385,6 +410,8 @@ impl Connection {
             ts_ecr: a.ts_ecr,
             mss: None,
             sack: a.sack,
+            fec: None,
+            repair: None,
             payload,
         }
     }
@@ -447,6 +474,11 @@ impl Connection {
         self.sender.cc.ssthresh()
     }
 
+    /// Size of the FEC groups being formed now (0 without FEC).
+    pub fn fec_group_size(&self) -> u16 {
+        self.sender.fec_group_size()
+    }
+
     /// Segments believed in flight.
     pub fn pipe(&self) -> usize {
         self.sender.pipe()
@@ -456,6 +488,7 @@ impl Connection {
     pub fn stats(&self) -> Stats {
         let s = &self.sender;
         let r = &self.receiver;
+        let fec = r.fec_counts();
         Stats {
             data_packets_sent: s.data_packets_sent,
             retransmissions: s.retransmissions,
@@ -468,6 +501,12 @@ impl Connection {
             dup_acks_received: s.dup_acks_received,
             segments_received: r.segments_received,
             duplicate_segments: r.duplicate_segments,
+            repairs_sent: s.repairs_sent,
+            repairs_received: fec.0,
+            repairs_unneeded: fec.1,
+            recovered: fec.2,
+            unrecoverable_groups: fec.3,
+            dupacks_suppressed: fec.4,
             bytes_delivered: r.bytes_delivered,
             srtt: s.rtt.srtt(),
             mean_rtt: s.rtt.mean(),

@@ -8,6 +8,7 @@
 pub mod cc;
 pub mod config;
 pub mod connection;
+pub mod fec;
 mod receiver;
 pub mod rtt;
 mod scoreboard;
@@ -16,8 +17,8 @@ pub mod stats;
 pub mod time;
 pub mod wire;
 
-pub use config::{Config, Recovery, Scheme, BASELINE_SCHEMES};
+pub use config::{Config, Recovery, Scheme, BASELINE_SCHEMES, FEC_SCHEMES};
 pub use connection::{ConnError, Connection, State};
 pub use stats::Stats;
 pub use time::Instant;
-pub use wire::{Flags, Packet, SackBlock, SackBlocks, WireError};
+pub use wire::{FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks, WireError};

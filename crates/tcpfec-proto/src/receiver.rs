@@ -1,13 +1,41 @@
 //! The receiving half: reassembly in segment order, SACK runs, and when to acknowledge.
 
+use crate::fec::{Decoder, FecConfig};
 use crate::time::Instant;
-use crate::wire::{SackBlock, SackBlocks};
+use crate::wire::{FecGroup, RepairInfo, SackBlock, SackBlocks};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
 
 /// Out-of-order segments further ahead than this are dropped (bounds memory).
 const MAX_REORDER_SEGMENTS: u64 = 1 << 20;
+/// A run of more missing segments than this is judged unrepairable without looking.
+const MAX_HOLE_CHECK: u64 = 64;
+
+/// How an arriving segment fitted into the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arrival {
+    /// The next expected segment, nothing held behind it.
+    InOrder,
+    /// The next expected segment, and held segments followed it.
+    FilledHole,
+    /// Ahead of a gap.
+    OutOfOrder,
+    /// Already had it, or no room: not stored.
+    Ignored,
+}
+
+/// FEC state of the receiving half.
+#[derive(Debug)]
+struct FecRx {
+    decoder: Decoder,
+    cfg: FecConfig,
+    /// Missing segment runs `[start, end)` below `high_nxt`.
+    holes: Vec<(u64, u64)>,
+    /// One past the highest segment received.
+    high_nxt: u64,
+    dupacks_suppressed: u64,
+}
 
 /// A run of segments held out of order, with the time it last grew (RFC 2018 ordering).
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +76,7 @@ pub(crate) struct Receiver {
     ece_latched: bool,
     sack_enabled: bool,
     max_sack_blocks: usize,
+    fec: Option<FecRx>,
     pub segments_received: u64,
     pub duplicate_segments: u64,
     pub bytes_delivered: u64,
@@ -74,6 +103,7 @@ impl Receiver {
             ece_latched: false,
             sack_enabled: false,
             max_sack_blocks: 3,
+            fec: None,
             segments_received: 0,
             duplicate_segments: 0,
             bytes_delivered: 0,
@@ -85,12 +115,40 @@ impl Receiver {
         self.max_sack_blocks = max_blocks.min(crate::wire::MAX_SACK_BLOCKS);
     }
 
+    /// Decodes repair packets (and, per `cfg`, suppresses duplicate ACKs and echoes
+    /// recoveries as ECN).
+    pub fn enable_fec(&mut self, cfg: FecConfig) {
+        self.fec = Some(FecRx {
+            decoder: Decoder::default(),
+            cfg,
+            holes: Vec::new(),
+            high_nxt: self.rcv_nxt,
+            dupacks_suppressed: 0,
+        });
+    }
+
+    /// FEC counters: (repairs received, unneeded, recovered, unrecoverable groups,
+    /// duplicate ACKs suppressed).
+    pub fn fec_counts(&self) -> (u64, u64, u64, u64, u64) {
+        self.fec.as_ref().map_or((0, 0, 0, 0, 0), |f| {
+            let d = f.decoder.stats;
+            (
+                d.repairs_received,
+                d.repairs_unneeded,
+                d.recovered,
+                d.unrecoverable_groups,
+                f.dupacks_suppressed,
+            )
+        })
+    }
+
     /// True once the peer's FIN has been delivered in order.
     pub fn fin_delivered(&self) -> bool {
         self.fin_delivered
     }
 
-    /// Handles an arriving data (or FIN) segment.
+    /// Handles an arriving data (or FIN) segment; `fec` is its group option, if any.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_segment(
         &mut self,
         now: Instant,
@@ -99,23 +157,148 @@ impl Receiver {
         fin: bool,
         ts_val: u32,
         cwr: bool,
+        fec: Option<FecGroup>,
     ) {
         self.segments_received += 1;
         if cwr {
             self.ece_latched = false;
         }
-        if seg < self.rcv_nxt || self.fin_delivered {
+        let rebuilt = match self.fec.as_mut() {
+            Some(f) if !payload.is_empty() => f.decoder.on_source(seg, fec, &payload),
+            _ => None,
+        };
+        let arrival = self.accept(now, seg, payload, fin, ts_val);
+        if arrival == Arrival::Ignored && seg < self.rcv_nxt {
             self.duplicate_segments += 1;
+        }
+        self.ack_for(now, arrival, fin);
+        self.note_arrival(seg);
+        if let Some((s, p)) = rebuilt {
+            self.on_rebuilt(now, s, p);
+        }
+        self.apply_suppression(arrival);
+    }
+
+    /// Handles a repair packet.
+    pub fn on_repair(&mut self, now: Instant, group: FecGroup, info: RepairInfo, payload: Bytes) {
+        let rcv_nxt = self.rcv_nxt;
+        let Some(f) = self.fec.as_mut() else { return };
+        if let Some((s, p)) = f.decoder.on_repair(group, info, payload, rcv_nxt) {
+            self.on_rebuilt(now, s, p);
+        } else if !self.all_gaps_repairable() {
+            // Recovery just became impossible: release the withheld duplicate ACKs.
             self.ack_now = true;
+        }
+    }
+
+    fn on_rebuilt(&mut self, now: Instant, seg: u64, payload: Bytes) {
+        let ts = self.ts_recent;
+        let arrival = self.accept(now, seg, payload, false, ts);
+        self.note_arrival(seg);
+        if arrival != Arrival::Ignored {
+            // Deliver the cumulative ACK covering the rebuilt data at once.
+            self.ack_now = true;
+            if self
+                .fec
+                .as_ref()
+                .is_some_and(|f| f.cfg.ecn_factor.is_some())
+            {
+                self.ece_latched = true;
+            }
+        }
+    }
+
+    fn ack_for(&mut self, now: Instant, arrival: Arrival, fin: bool) {
+        match arrival {
+            Arrival::InOrder if self.delayed_ack && !fin => {
+                self.unacked_in_order += 1;
+                if self.unacked_in_order >= 2 {
+                    self.ack_now = true;
+                } else if self.delack_deadline.is_none() {
+                    self.delack_deadline = Some(now + self.delayed_ack_timeout);
+                }
+            }
+            _ => self.ack_now = true,
+        }
+    }
+
+    /// Keeps the list of gaps below the highest segment received (FEC only).
+    fn note_arrival(&mut self, seg: u64) {
+        let rcv_nxt = self.rcv_nxt;
+        let Some(f) = self.fec.as_mut() else { return };
+        if seg >= f.high_nxt {
+            if seg > f.high_nxt.max(rcv_nxt) {
+                f.holes.push((f.high_nxt.max(rcv_nxt), seg));
+            }
+            f.high_nxt = seg + 1;
+        } else if let Some(i) = f.holes.iter().position(|&(a, b)| a <= seg && seg < b) {
+            let (a, b) = f.holes[i];
+            f.holes.swap_remove(i);
+            if a < seg {
+                f.holes.push((a, seg));
+            }
+            if seg + 1 < b {
+                f.holes.push((seg + 1, b));
+            }
+        }
+        f.holes.retain_mut(|h| {
+            h.0 = h.0.max(rcv_nxt);
+            h.0 < h.1
+        });
+        f.decoder.forget_below(rcv_nxt);
+    }
+
+    fn all_gaps_repairable(&mut self) -> bool {
+        let Some(f) = self.fec.as_mut() else {
+            return false;
+        };
+        let highest = f.high_nxt.saturating_sub(1);
+        for &(a, b) in &f.holes {
+            if b - a > MAX_HOLE_CHECK {
+                return false;
+            }
+            for s in a..b {
+                if !f.decoder.gap_repairable(s, highest) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// S4: an out-of-order arrival normally triggers a duplicate ACK; withhold it while every
+    /// gap can still be repaired by FEC.
+    fn apply_suppression(&mut self, arrival: Arrival) {
+        let suppress = self.fec.as_ref().is_some_and(|f| f.cfg.suppress_dupacks);
+        if !suppress || arrival != Arrival::OutOfOrder || !self.ack_now {
             return;
+        }
+        if self.all_gaps_repairable() {
+            self.ack_now = false;
+            if let Some(f) = self.fec.as_mut() {
+                f.dupacks_suppressed += 1;
+            }
+        }
+    }
+
+    /// Stores or delivers a segment.
+    fn accept(
+        &mut self,
+        now: Instant,
+        seg: u64,
+        payload: Bytes,
+        fin: bool,
+        ts_val: u32,
+    ) -> Arrival {
+        let _ = now;
+        if seg < self.rcv_nxt || self.fin_delivered {
+            return Arrival::Ignored;
         }
         let off = seg - self.rcv_nxt;
         if off >= MAX_REORDER_SEGMENTS
             || self.held_bytes + self.ready_bytes + payload.len() > self.window_limit as usize
         {
-            // Beyond what we promised to buffer: drop, and re-advertise our state.
-            self.ack_now = true;
-            return;
+            return Arrival::Ignored;
         }
         if off == 0 {
             let filled_hole = !self.held.is_empty();
@@ -123,28 +306,18 @@ impl Receiver {
                 self.ts_recent = ts_val;
             }
             self.deliver(payload, fin);
-            if filled_hole {
-                self.held.pop_front(); // the slot of the segment just delivered
-                while let Some(Some(_)) = self.held.front() {
-                    let (p, f) = self.held.pop_front().flatten().expect("checked Some");
-                    self.held_bytes -= p.len();
-                    self.deliver(p, f);
-                }
-                // The front slot (if any) is the next hole and belongs to rcv_nxt now.
-                let nxt = self.rcv_nxt;
-                self.runs.retain(|r| r.end > nxt);
-                self.ack_now = true;
-            } else if self.delayed_ack && !fin {
-                self.unacked_in_order += 1;
-                if self.unacked_in_order >= 2 {
-                    self.ack_now = true;
-                } else if self.delack_deadline.is_none() {
-                    self.delack_deadline = Some(now + self.delayed_ack_timeout);
-                }
-            } else {
-                self.ack_now = true;
+            if !filled_hole {
+                return Arrival::InOrder;
             }
-            return;
+            self.held.pop_front(); // the slot of the segment just delivered
+            while let Some(Some(_)) = self.held.front() {
+                let (p, f) = self.held.pop_front().flatten().expect("checked Some");
+                self.held_bytes -= p.len();
+                self.deliver(p, f);
+            }
+            let nxt = self.rcv_nxt;
+            self.runs.retain(|r| r.end > nxt);
+            return Arrival::FilledHole;
         }
         let i = off as usize;
         if self.held.len() <= i {
@@ -152,12 +325,12 @@ impl Receiver {
         }
         if self.held[i].is_some() {
             self.duplicate_segments += 1;
-        } else {
-            self.held_bytes += payload.len();
-            self.held[i] = Some((payload, fin));
-            self.note_held(seg);
+            return Arrival::Ignored;
         }
-        self.ack_now = true;
+        self.held_bytes += payload.len();
+        self.held[i] = Some((payload, fin));
+        self.note_held(seg);
+        Arrival::OutOfOrder
     }
 
     fn deliver(&mut self, payload: Bytes, fin: bool) {
@@ -281,10 +454,10 @@ mod tests {
     fn reorders_and_reports_most_recent_run_first() {
         let mut r = rx();
         let t = Instant::ZERO;
-        r.on_segment(t, 0, data(0), false, 1, false);
-        r.on_segment(t, 2, data(2), false, 1, false);
-        r.on_segment(t, 5, data(5), false, 1, false);
-        r.on_segment(t, 3, data(3), false, 1, false);
+        r.on_segment(t, 0, data(0), false, 1, false, None);
+        r.on_segment(t, 2, data(2), false, 1, false, None);
+        r.on_segment(t, 5, data(5), false, 1, false, None);
+        r.on_segment(t, 3, data(3), false, 1, false, None);
         let a = r.take_ack();
         assert_eq!(a.ack, 1);
         assert_eq!(
@@ -294,7 +467,7 @@ mod tests {
                 SackBlock { start: 5, end: 6 }
             ]
         );
-        r.on_segment(t, 1, data(1), false, 1, false);
+        r.on_segment(t, 1, data(1), false, 1, false, None);
         let a = r.take_ack();
         assert_eq!(a.ack, 4);
         assert_eq!(a.sack.as_slice(), &[SackBlock { start: 5, end: 6 }]);
@@ -309,15 +482,15 @@ mod tests {
     fn delayed_ack_every_second_segment_or_timeout() {
         let mut r = Receiver::new(1 << 20, true, Duration::from_millis(100));
         let t = Instant::ZERO;
-        r.on_segment(t, 0, data(0), false, 1, false);
+        r.on_segment(t, 0, data(0), false, 1, false, None);
         assert!(!r.wants_ack(t));
         assert_eq!(r.timeout(), Some(Instant(100_000_000)));
         assert!(r.wants_ack(Instant(100_000_000)));
-        r.on_segment(t, 1, data(1), false, 1, false);
+        r.on_segment(t, 1, data(1), false, 1, false, None);
         assert!(r.wants_ack(t));
         r.take_ack();
         // Out of order: immediate.
-        r.on_segment(t, 3, data(3), false, 1, false);
+        r.on_segment(t, 3, data(3), false, 1, false, None);
         assert!(r.wants_ack(t));
     }
 
@@ -325,10 +498,10 @@ mod tests {
     fn duplicates_are_counted_not_delivered() {
         let mut r = rx();
         let t = Instant::ZERO;
-        r.on_segment(t, 0, data(0), false, 1, false);
-        r.on_segment(t, 0, data(0), false, 1, false);
-        r.on_segment(t, 2, data(2), false, 1, false);
-        r.on_segment(t, 2, data(2), false, 1, false);
+        r.on_segment(t, 0, data(0), false, 1, false, None);
+        r.on_segment(t, 0, data(0), false, 1, false, None);
+        r.on_segment(t, 2, data(2), false, 1, false, None);
+        r.on_segment(t, 2, data(2), false, 1, false, None);
         assert_eq!(r.duplicate_segments, 2);
         assert_eq!(r.bytes_delivered, 10);
     }

@@ -3,10 +3,11 @@
 
 use crate::cc::CongestionControl;
 use crate::config::{Config, Recovery};
+use crate::fec::{Encoder, FecConfig, RepairOut};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
 use crate::time::Instant;
-use crate::wire::SackBlock;
+use crate::wire::{FecGroup, SackBlock};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -18,6 +19,17 @@ pub(crate) struct OutSegment {
     pub payload: Bytes,
     pub fin: bool,
     pub cwr: bool,
+    /// The FEC group of a first transmission.
+    pub fec: Option<FecGroup>,
+}
+
+/// What the sender wants on the wire next.
+#[derive(Debug, Clone)]
+pub(crate) enum Outgoing {
+    /// A source segment.
+    Segment(OutSegment),
+    /// A repair packet.
+    Repair(RepairOut),
 }
 
 /// What an arriving acknowledgement carries, as the sender sees it.
@@ -58,6 +70,11 @@ pub(crate) struct Sender {
     cwr_pending: bool,
     peer_window: u32,
     rto_deadline: Option<Instant>,
+    fec: Option<(Encoder, FecConfig)>,
+    /// Last member of each group whose repair is in flight: a repair counts against the
+    /// window until the cumulative ACK passes its group.
+    repairs_in_flight: VecDeque<u64>,
+    pub repairs_sent: u64,
     pub data_packets_sent: u64,
     pub retransmissions: u64,
     pub payload_bytes_sent: u64,
@@ -97,6 +114,9 @@ impl Sender {
             cwr_pending: false,
             peer_window: u32::MAX,
             rto_deadline: None,
+            fec: cfg.scheme.fec.map(|f| (Encoder::new(f.policy), f)),
+            repairs_in_flight: VecDeque::new(),
+            repairs_sent: 0,
             data_packets_sent: 0,
             retransmissions: 0,
             payload_bytes_sent: 0,
@@ -159,9 +179,14 @@ impl Sender {
         self.sb.nxt()
     }
 
-    /// Segments in flight (RFC 6675 pipe).
+    /// Packets in flight: RFC 6675 pipe plus repair packets not yet passed by an ACK.
     pub fn pipe(&self) -> usize {
-        self.sb.pipe()
+        self.sb.pipe() + self.repairs_in_flight.len()
+    }
+
+    /// Size of the FEC groups being formed now (0 without FEC).
+    pub fn fec_group_size(&self) -> u16 {
+        self.fec.as_ref().map_or(0, |(e, _)| e.group_size())
     }
 
     pub fn timeout(&self) -> Option<Instant> {
@@ -180,18 +205,35 @@ impl Sender {
         self.force_probe || self.sb.bytes_outstanding() + len <= self.peer_window as usize
     }
 
-    /// The next segment to transmit, if the window and the data allow one.
-    pub fn poll_segment(&mut self, now: Instant) -> Option<OutSegment> {
+    /// The next packet to transmit, if the window and the data allow one.
+    pub fn poll(&mut self, now: Instant) -> Option<Outgoing> {
         let cwnd = self.cc.cwnd().floor().max(1.0) as usize;
-        let window_open = self.sb.pipe() < cwnd;
+        let window_open = self.pipe() < cwnd;
         if window_open || self.force_retransmit {
             if let Some(seg) = self.sb.next_retransmission() {
                 self.force_retransmit = false;
-                return Some(self.retransmit(now, seg));
+                return Some(Outgoing::Segment(self.retransmit(now, seg)));
             }
             self.force_retransmit = false;
         }
-        if !self.has_new_data() || !(window_open || self.force_probe) {
+        if window_open {
+            if let Some(r) = self.poll_repair() {
+                return Some(Outgoing::Repair(r));
+            }
+        }
+        if !self.has_new_data() {
+            // Out of data: close the open groups so the tail is protected too.
+            if let Some((enc, _)) = self.fec.as_mut() {
+                if enc.has_open_group() {
+                    enc.flush();
+                    if window_open {
+                        return self.poll_repair().map(Outgoing::Repair);
+                    }
+                }
+            }
+            return None;
+        }
+        if !(window_open || self.force_probe) {
             return None;
         }
         let next_len = self.unsent.front().map_or(0, |b| b.len().min(self.mss));
@@ -212,12 +254,28 @@ impl Sender {
             self.arm_rto(now);
         }
         let cwr = std::mem::take(&mut self.cwr_pending);
-        Some(OutSegment {
+        let cwnd = self.cc.cwnd();
+        let fec = match self.fec.as_mut() {
+            Some((enc, _)) if !payload.is_empty() => Some(enc.add(seg, &payload, cwnd)),
+            _ => None,
+        };
+        Some(Outgoing::Segment(OutSegment {
             seg,
             payload,
             fin,
             cwr,
-        })
+            fec,
+        }))
+    }
+
+    fn poll_repair(&mut self) -> Option<RepairOut> {
+        let una = self.sb.una();
+        let (enc, _) = self.fec.as_mut()?;
+        // A repair whose whole group is already acknowledged would protect nothing.
+        let r = std::iter::from_fn(|| enc.pop_ready()).find(|r| r.group.last() >= una)?;
+        self.repairs_in_flight.push_back(r.group.last());
+        self.repairs_sent += 1;
+        Some(r)
     }
 
     fn take_new_payload(&mut self) -> (Bytes, bool) {
@@ -258,6 +316,7 @@ impl Sender {
             payload: s.payload.clone(),
             fin: s.fin,
             cwr: false,
+            fec: None,
         };
         self.retransmissions += 1;
         self.count_sent(out.payload.len());
@@ -305,6 +364,8 @@ impl Sender {
             }
         }
         let (acked, bytes) = self.sb.ack_to(a.ack);
+        // Interleaved groups finish out of order, so look at every entry, not the front.
+        self.repairs_in_flight.retain(|&last| last >= a.ack);
         self.bytes_acked += bytes as u64;
         self.dupacks = 0;
         self.rtt.reset_backoff();
@@ -406,8 +467,17 @@ impl Sender {
             return;
         }
         self.ecn_reductions += 1;
-        let flight = self.flight_for_reduction();
-        self.cc.on_congestion_event(now, flight);
+        match self.fec.as_ref().and_then(|(_, f)| f.ecn_factor) {
+            // S5: the receiver signals a recovered loss; reduce by the scheme's factor r.
+            Some(r) => {
+                let w = (self.cc.cwnd() * r).max(1.0);
+                self.cc.set_window_and_threshold(w);
+            }
+            None => {
+                let flight = self.flight_for_reduction();
+                self.cc.on_congestion_event(now, flight);
+            }
+        }
         self.ecn_recover = Some(self.sb.nxt().saturating_sub(1));
         self.cwr_pending = true;
     }
@@ -426,6 +496,7 @@ impl Sender {
         self.cc.on_timeout(now, flight);
         self.rtt.back_off();
         self.sb.mark_all_lost();
+        self.repairs_in_flight.clear();
         self.in_recovery = false;
         self.dupacks = 0;
         self.recover = Some(self.sb.nxt() - 1);

@@ -30,6 +30,18 @@ pub struct Stats {
     pub duplicate_segments: u64,
     /// Application bytes delivered in order to the reader's buffer.
     pub bytes_delivered: u64,
+    /// Repair packets sent.
+    pub repairs_sent: u64,
+    /// Repair packets received.
+    pub repairs_received: u64,
+    /// Repair packets received for groups that had lost nothing (discarded).
+    pub repairs_unneeded: u64,
+    /// Segments rebuilt from repair packets.
+    pub recovered: u64,
+    /// Groups with a loss that FEC could not repair (two losses, or the repair lost).
+    pub unrecoverable_groups: u64,
+    /// Duplicate ACKs withheld while a gap could still be repaired (S4).
+    pub dupacks_suppressed: u64,
     /// Smoothed RTT at the time of the snapshot.
     pub srtt: Option<Duration>,
     /// Mean of all RTT samples.

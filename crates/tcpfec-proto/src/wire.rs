@@ -14,8 +14,11 @@ pub const FIXED_HEADER_LEN: usize = 40;
 pub const MAX_SACK_BLOCKS: usize = 4;
 
 const TYPE_SEGMENT: u8 = 0;
+const TYPE_REPAIR: u8 = 1;
 const OPT_SACK: u8 = 1;
 const OPT_MSS: u8 = 2;
+const OPT_FEC_GROUP: u8 = 3;
+const OPT_REPAIR: u8 = 4;
 
 /// Why a byte string is not a valid packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,7 +145,45 @@ impl SackBlocks {
     }
 }
 
-/// One packet, parsed. Data, acknowledgement and control travel in the same packet type.
+/// The FEC group a source segment or repair packet belongs to: segments
+/// `first, first + stride, …, first + (count − 1)·stride` (SPEC C4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FecGroup {
+    /// Segment number of the first member; also the group's identifier.
+    pub first: u64,
+    /// Number of source segments in the group.
+    pub count: u16,
+    /// Distance between consecutive members (the interleaving depth; 1 = consecutive).
+    pub stride: u16,
+}
+
+impl FecGroup {
+    /// Segment number of the last member.
+    pub fn last(&self) -> u64 {
+        self.first + (self.count.max(1) as u64 - 1) * self.stride as u64
+    }
+
+    /// Position of `seg` in the group, if it is a member.
+    pub fn index_of(&self, seg: u64) -> Option<usize> {
+        let off = seg.checked_sub(self.first)?;
+        let stride = self.stride.max(1) as u64;
+        (off % stride == 0 && off / stride < self.count as u64).then(|| (off / stride) as usize)
+    }
+}
+
+/// What makes a packet a repair packet: the coding parameters beside the coded payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RepairInfo {
+    /// XOR of the members' payload lengths, so a recovered segment has its exact length.
+    pub len_xor: u16,
+    /// Index of this repair packet among the group's repair packets (0 for XOR).
+    pub index: u8,
+    /// Number of repair packets of the group (1 for XOR).
+    pub total: u8,
+}
+
+/// One packet, parsed. Data, acknowledgement and control travel in the same packet type;
+/// a packet with `repair` set is a repair packet (its payload is coded, not stream data).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Packet {
     /// Connection identifier chosen by the receiver of this packet (for demultiplexing).
@@ -163,14 +204,23 @@ pub struct Packet {
     pub mss: Option<u16>,
     /// Selective acknowledgement blocks, most recent first.
     pub sack: SackBlocks,
-    /// Application bytes carried by this segment.
+    /// The FEC group of this source segment, or of this repair packet.
+    pub fec: Option<FecGroup>,
+    /// Set on repair packets.
+    pub repair: Option<RepairInfo>,
+    /// Application bytes carried by this segment (coded bytes on a repair packet).
     pub payload: Bytes,
 }
 
 impl Packet {
     /// True if this packet occupies a segment number (carries data or FIN).
     pub fn occupies_segment(&self) -> bool {
-        !self.payload.is_empty() || self.flags.contains(Flags::FIN)
+        self.repair.is_none() && (!self.payload.is_empty() || self.flags.contains(Flags::FIN))
+    }
+
+    /// True for a repair packet.
+    pub fn is_repair(&self) -> bool {
+        self.repair.is_some()
     }
 
     /// Length of the options area in bytes.
@@ -181,7 +231,9 @@ impl Packet {
             2 + 16 * self.sack.len()
         };
         let mss = if self.mss.is_some() { 4 } else { 0 };
-        sack + mss
+        let fec = if self.fec.is_some() { 14 } else { 0 };
+        let repair = if self.repair.is_some() { 6 } else { 0 };
+        sack + mss + fec + repair
     }
 
     /// Total encoded length in bytes.
@@ -194,12 +246,19 @@ impl Packet {
         if self.payload.len() > u16::MAX as usize {
             return Err(WireError::PayloadTooLong);
         }
+        if self.repair.is_some() && self.fec.is_none() {
+            return Err(WireError::BadOption("repair packet without FEC group"));
+        }
         let total = self.encoded_len();
         if out.len() < total {
             return Err(WireError::BufferTooSmall);
         }
         out[0] = VERSION;
-        out[1] = TYPE_SEGMENT;
+        out[1] = if self.repair.is_some() {
+            TYPE_REPAIR
+        } else {
+            TYPE_SEGMENT
+        };
         out[2..4].copy_from_slice(&self.flags.0.to_be_bytes());
         out[4..8].copy_from_slice(&self.conn_id.to_be_bytes());
         out[8..16].copy_from_slice(&self.seg.to_be_bytes());
@@ -216,6 +275,22 @@ impl Packet {
             out[at + 1] = 2;
             out[at + 2..at + 4].copy_from_slice(&mss.to_be_bytes());
             at += 4;
+        }
+        if let Some(g) = self.fec {
+            out[at] = OPT_FEC_GROUP;
+            out[at + 1] = 12;
+            out[at + 2..at + 10].copy_from_slice(&g.first.to_be_bytes());
+            out[at + 10..at + 12].copy_from_slice(&g.count.to_be_bytes());
+            out[at + 12..at + 14].copy_from_slice(&g.stride.to_be_bytes());
+            at += 14;
+        }
+        if let Some(r) = self.repair {
+            out[at] = OPT_REPAIR;
+            out[at + 1] = 4;
+            out[at + 2..at + 4].copy_from_slice(&r.len_xor.to_be_bytes());
+            out[at + 4] = r.index;
+            out[at + 5] = r.total;
+            at += 6;
         }
         if !self.sack.is_empty() {
             out[at] = OPT_SACK;
@@ -262,7 +337,7 @@ impl Packet {
         if buf[0] != VERSION {
             return Err(WireError::UnknownVersion(buf[0]));
         }
-        if buf[1] != TYPE_SEGMENT {
+        if buf[1] != TYPE_SEGMENT && buf[1] != TYPE_REPAIR {
             return Err(WireError::UnknownType(buf[1]));
         }
         let flags = u16_at(2);
@@ -293,6 +368,14 @@ impl Packet {
             ..Packet::default()
         };
         parse_options(&buf[FIXED_HEADER_LEN..payload_start], &mut p)?;
+        if (buf[1] == TYPE_REPAIR) != p.repair.is_some() {
+            return Err(WireError::BadOption(
+                "repair option and packet type disagree",
+            ));
+        }
+        if p.repair.is_some() && p.fec.is_none() {
+            return Err(WireError::BadOption("repair packet without FEC group"));
+        }
         p.payload = payload_of(payload_start..end);
         Ok(p)
     }
@@ -329,6 +412,44 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                     p.sack.push(SackBlock { start, end });
                 }
             }
+            OPT_FEC_GROUP => {
+                if len != 12 || p.fec.is_some() {
+                    return Err(WireError::BadOption(
+                        "FEC group option length or repetition",
+                    ));
+                }
+                let first = u64::from_be_bytes(body[..8].try_into().unwrap());
+                let count = u16::from_be_bytes([body[8], body[9]]);
+                let stride = u16::from_be_bytes([body[10], body[11]]);
+                if count == 0 || stride == 0 {
+                    return Err(WireError::BadOption("FEC group with zero count or stride"));
+                }
+                if first
+                    .checked_add((count as u64 - 1) * stride as u64)
+                    .is_none()
+                {
+                    return Err(WireError::BadOption("FEC group beyond the segment space"));
+                }
+                p.fec = Some(FecGroup {
+                    first,
+                    count,
+                    stride,
+                });
+            }
+            OPT_REPAIR => {
+                if len != 4 || p.repair.is_some() {
+                    return Err(WireError::BadOption("repair option length or repetition"));
+                }
+                let r = RepairInfo {
+                    len_xor: u16::from_be_bytes([body[0], body[1]]),
+                    index: body[2],
+                    total: body[3],
+                };
+                if r.total == 0 || r.index >= r.total {
+                    return Err(WireError::BadOption("repair index outside its total"));
+                }
+                p.repair = Some(r);
+            }
             _ => return Err(WireError::BadOption("unknown option type")),
         }
         opts = &opts[2 + len..];
@@ -354,8 +475,30 @@ mod tests {
             ts_ecr: 456,
             mss: Some(1460),
             sack,
+            fec: Some(FecGroup {
+                first: 100,
+                count: 8,
+                stride: 2,
+            }),
+            repair: None,
             payload: Bytes::from_static(b"hello"),
         }
+    }
+
+    #[test]
+    fn repair_packets_round_trip_and_need_a_group() {
+        let mut p = sample();
+        p.repair = Some(RepairInfo {
+            len_xor: 77,
+            index: 0,
+            total: 1,
+        });
+        let bytes = p.to_vec().unwrap();
+        assert_eq!(bytes[1], TYPE_REPAIR);
+        assert_eq!(Packet::parse(&bytes).unwrap(), p);
+        assert!(!p.occupies_segment());
+        p.fec = None;
+        assert!(p.to_vec().is_err());
     }
 
     #[test]
@@ -395,7 +538,7 @@ mod tests {
         assert_eq!(Packet::parse(&b), Err(WireError::TrailingBytes));
         let mut b = good;
         // First SACK block start (after the 4-byte MSS option and 2-byte SACK header).
-        let at = FIXED_HEADER_LEN + 4 + 2;
+        let at = FIXED_HEADER_LEN + 4 + 14 + 2;
         b[at..at + 8].copy_from_slice(&100u64.to_be_bytes());
         assert!(matches!(Packet::parse(&b), Err(WireError::BadOption(_))));
     }

@@ -141,7 +141,10 @@ proptest! {
         loss in 0.0f64..0.3,
         dup in 0.0f64..0.2,
         seed in any::<u64>(),
-        scheme in prop::sample::select(vec!["tahoe", "reno", "newreno", "sack", "cubic"]),
+        scheme in prop::sample::select(vec![
+            "tahoe", "reno", "newreno", "sack", "cubic",
+            "fec-fmax-10", "fec-cwnd", "fec-dup-static-4", "fec-il-g3-l10-r0.7", "fec-il-g2-l0-r1",
+        ]),
     ) {
         let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
         let (got, _) = transfer(scheme, &data, loss, dup, 0.0, seed);
@@ -159,4 +162,13 @@ fn corrupted_packets_are_refused_or_harmless_in_header_fields() {
     let (got, rejected) = transfer("sack", &data, 0.05, 0.05, 0.02, 42);
     assert!(rejected > 0, "some corrupted packets should be refused");
     assert_eq!(got.len(), data.len());
+}
+
+#[test]
+fn fec_rebuilds_losses_in_a_lossy_channel() {
+    // With FEC the receiver must actually rebuild some segments (not only retransmissions).
+    let data: Vec<u8> = (0..200_000).map(|i| (i * 31) as u8).collect();
+    let cfg_scheme = "fec-static-4";
+    let (got, _) = transfer(cfg_scheme, &data, 0.03, 0.0, 0.0, 7);
+    assert!(got == data);
 }

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use tcpfec_proto::wire::{Flags, Packet, SackBlock, SackBlocks};
+use tcpfec_proto::wire::{FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks};
 
 fn arb_packet() -> impl Strategy<Value = Packet> {
     (
@@ -15,9 +15,22 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
         proptest::option::of(any::<u16>()),
         proptest::collection::vec((0u64..u64::MAX - 1, 1u64..1000), 0..=4),
         proptest::collection::vec(any::<u8>(), 0..2000),
+        proptest::option::of((0u64..1 << 40, 1u16..300, 1u16..8)),
+        proptest::option::of((any::<u16>(), 0u8..3)),
     )
         .prop_map(
-            |(conn_id, flags, seg, ack, (window, ts_val, ts_ecr), mss, blocks, payload)| {
+            |(
+                conn_id,
+                flags,
+                seg,
+                ack,
+                (window, ts_val, ts_ecr),
+                mss,
+                blocks,
+                payload,
+                fec,
+                repair,
+            )| {
                 let mut sack = SackBlocks::default();
                 for (start, len) in blocks {
                     sack.push(SackBlock {
@@ -35,6 +48,18 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                     ts_ecr,
                     mss,
                     sack,
+                    fec: fec
+                        .or(repair.map(|_| (0, 1, 1)))
+                        .map(|(first, count, stride)| FecGroup {
+                            first,
+                            count,
+                            stride,
+                        }),
+                    repair: repair.map(|(len_xor, index)| RepairInfo {
+                        len_xor,
+                        index,
+                        total: index + 1,
+                    }),
                     payload: Bytes::from(payload),
                 }
             },

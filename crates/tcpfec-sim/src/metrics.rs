@@ -28,6 +28,18 @@ pub struct FlowResult {
     pub mean_rtt_ms: Option<f64>,
     /// RTO at the end of the run, ms.
     pub final_rto_ms: f64,
+    /// Repair packets sent in the window.
+    pub repairs_sent: u64,
+    /// Segments rebuilt by FEC in the window.
+    pub recovered_packets: u64,
+    /// Groups with a loss FEC could not repair, in the window.
+    pub unrecoverable_groups: u64,
+    /// Duplicate ACKs withheld by the receiver (S4), in the window.
+    pub dupacks_suppressed: u64,
+    /// Repair / (repair + data) packets sent, in the window.
+    pub redundancy_rate: f64,
+    /// Recovered segments / repair packets sent, in the window.
+    pub effective_recovery_rate: f64,
 }
 
 /// Everything a run reports.
@@ -43,6 +55,14 @@ pub struct RunResult {
     pub retransmission_rate: f64,
     /// Dropped / sent data packets, all flows.
     pub data_loss_rate: f64,
+    /// Repair / (repair + data) packets sent, all flows.
+    pub redundancy_rate: f64,
+    /// Recovered segments / repair packets sent, all flows.
+    pub effective_recovery_rate: f64,
+    /// Segments rebuilt by FEC, all flows.
+    pub recovered_packets: u64,
+    /// Groups with a loss FEC could not repair, all flows.
+    pub unrecoverable_groups: u64,
     /// Fast recoveries, all flows.
     pub fast_recoveries: u64,
     /// Timeouts, all flows.
@@ -62,6 +82,9 @@ pub struct RunResult {
     /// Time series of each flow's cwnd in segments: (seconds, cwnd).
     #[serde(skip)]
     pub cwnd_series: Vec<Vec<(f64, f64)>>,
+    /// Time series of each flow's FEC group size: (seconds, segments).
+    #[serde(skip)]
+    pub group_size_series: Vec<Vec<(f64, f64)>>,
 }
 
 /// Jain's fairness index (Σx)² / (n Σx²); 1 when all equal.

@@ -59,7 +59,10 @@ struct Endpoint {
 
 #[derive(Default, Clone, Copy)]
 struct Snapshot {
+    /// The sender's counters.
     stats: Stats,
+    /// The receiver's counters (FEC recoveries happen there).
+    rx: Stats,
     data_dropped: u64,
 }
 
@@ -78,6 +81,7 @@ struct FlowState {
     at_window_start: Snapshot,
     at_window_end: Option<Snapshot>,
     cwnd: Vec<(f64, f64)>,
+    group_size: Vec<(f64, f64)>,
 }
 
 struct Simulator<'a> {
@@ -187,6 +191,7 @@ impl<'a> Simulator<'a> {
     fn snapshot(&self, flow: usize) -> Snapshot {
         Snapshot {
             stats: self.endpoints[2 * flow].conn.stats(),
+            rx: self.endpoints[2 * flow + 1].conn.stats(),
             data_dropped: self.flows[flow].data_dropped,
         }
     }
@@ -232,8 +237,10 @@ impl<'a> Simulator<'a> {
     fn on_sample(&mut self) {
         let t = self.now as f64 * 1e-9;
         for f in 0..self.flows.len() {
-            let w = self.endpoints[2 * f].conn.cwnd();
+            let conn = &self.endpoints[2 * f].conn;
+            let (w, g) = (conn.cwnd(), conn.fec_group_size() as f64);
             self.flows[f].cwnd.push((t, w));
+            self.flows[f].group_size.push((t, g));
         }
         let iv = self.sc.cwnd_sample.expect("sampling enabled").as_nanos() as u64;
         if self.now + iv <= self.end {
@@ -383,6 +390,7 @@ impl<'a> Simulator<'a> {
             ..RunResult::default()
         };
         let (mut sent, mut rexmit, mut dropped) = (0u64, 0u64, 0u64);
+        let (mut repairs, mut recovered) = (0u64, 0u64);
         let mut completions = Vec::new();
         for f in 0..self.flows.len() {
             let end_snap = self.flows[f]
@@ -396,13 +404,11 @@ impl<'a> Simulator<'a> {
             sent += d_sent;
             rexmit += d_rexmit;
             dropped += d_drop;
-            let ratio = |x: u64| {
-                if d_sent == 0 {
-                    0.0
-                } else {
-                    x as f64 / d_sent as f64
-                }
-            };
+            let ratio = |x: u64| share(x, d_sent);
+            let d_repairs = b.stats.repairs_sent - a.stats.repairs_sent;
+            let d_recovered = b.rx.recovered - a.rx.recovered;
+            repairs += d_repairs;
+            recovered += d_recovered;
             let st = self.endpoints[2 * f].conn.stats();
             let completion = fs.done_ns.map(|d| (d - fs.start_ns) as f64 * 1e-9);
             if let Some(c) = completion {
@@ -424,8 +430,16 @@ impl<'a> Simulator<'a> {
                 completion_time_s: completion,
                 mean_rtt_ms: st.mean_rtt.map(|d| d.as_secs_f64() * 1e3),
                 final_rto_ms: st.rto.as_secs_f64() * 1e3,
+                repairs_sent: d_repairs,
+                recovered_packets: d_recovered,
+                unrecoverable_groups: b.rx.unrecoverable_groups - a.rx.unrecoverable_groups,
+                dupacks_suppressed: b.rx.dupacks_suppressed - a.rx.dupacks_suppressed,
+                redundancy_rate: share(d_repairs, d_repairs + d_sent),
+                effective_recovery_rate: share(d_recovered, d_repairs),
             });
             out.cwnd_series.push(std::mem::take(&mut fs.cwnd));
+            out.group_size_series
+                .push(std::mem::take(&mut fs.group_size));
         }
         let ratio = |x: u64| {
             if sent == 0 {
@@ -438,6 +452,10 @@ impl<'a> Simulator<'a> {
         out.throughput_mbps = out.flows.iter().map(|f| f.throughput_mbps).sum();
         out.retransmission_rate = ratio(rexmit);
         out.data_loss_rate = ratio(dropped);
+        out.redundancy_rate = share(repairs, repairs + sent);
+        out.effective_recovery_rate = share(recovered, repairs);
+        out.recovered_packets = recovered;
+        out.unrecoverable_groups = out.flows.iter().map(|f| f.unrecoverable_groups).sum();
         out.fast_recoveries = out.flows.iter().map(|f| f.fast_recoveries).sum();
         out.timeouts = out.flows.iter().map(|f| f.timeouts).sum();
         out.completion_time_s = (!completions.is_empty())
@@ -448,8 +466,19 @@ impl<'a> Simulator<'a> {
     }
 }
 
-/// Bytes a packet occupies on a simulated link: 40 bytes of IP + TCP header, the payload,
-/// and a TCP SACK option (2 + 8 per block, padded to 4) when blocks are present.
+/// `part / whole`, or 0 when `whole` is 0.
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// Bytes a packet occupies on a simulated link: 40 bytes of IP + TCP header, the payload
+/// (the coded payload of a repair packet), and a TCP SACK option (2 + 8 per block, padded
+/// to 4) when blocks are present. FEC group fields are not counted (see
+/// `docs/header-model.md`).
 pub fn wire_size(p: &Packet) -> u32 {
     let sack = if p.sack.is_empty() {
         0

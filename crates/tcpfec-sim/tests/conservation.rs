@@ -35,9 +35,21 @@ fn assert_exact(sc: &Scenario, what: &str) {
     );
 }
 
+const SCHEMES: [&str; 9] = [
+    "tahoe",
+    "reno",
+    "newreno",
+    "sack",
+    "cubic",
+    "fec-fmax-10",
+    "fec-dup-cwnd",
+    "fec-static-3",
+    "fec-il-g3-l30-r0.7",
+];
+
 #[test]
 fn exact_delivery_under_30_percent_loss() {
-    for scheme in ["tahoe", "reno", "newreno", "sack", "cubic"] {
+    for scheme in SCHEMES {
         let sc = transfer(
             scheme,
             LossSpec::Bernoulli { p: 0.3 },
@@ -57,7 +69,7 @@ fn exact_delivery_under_gilbert_elliott_bursts() {
         h: 0.0,
         k: 1.0,
     };
-    for scheme in ["tahoe", "reno", "newreno", "sack", "cubic"] {
+    for scheme in SCHEMES {
         for seed in 1..=3 {
             let mut sc = transfer(scheme, ge, LossSpec::None, 5_000_000);
             sc.seed = seed;
@@ -80,4 +92,28 @@ fn same_seed_same_result_different_seed_different_result() {
     assert_eq!(a, b);
     let other = Scenario { seed: 2, ..sc };
     assert_ne!(a, serde_json::to_string(&run(&other)).unwrap());
+}
+
+#[test]
+fn fec_rebuilds_segments_and_counts_them() {
+    let sc = transfer(
+        "fec-static-5",
+        LossSpec::Bernoulli { p: 0.01 },
+        LossSpec::None,
+        5_000_000,
+    );
+    let r = run(&sc);
+    assert_eq!(r.corrupt_bytes, 0);
+    assert_eq!(r.incomplete_flows, 0);
+    // ~3600 data packets at 1 % loss: dozens of single losses per 5-packet group.
+    assert!(
+        r.recovered_packets > 10,
+        "recovered {}",
+        r.recovered_packets
+    );
+    let redundancy = r.redundancy_rate;
+    assert!(
+        (redundancy - 1.0 / 6.0).abs() < 0.02,
+        "redundancy {redundancy}"
+    );
 }

@@ -97,6 +97,10 @@ impl CongestionControl for Cubic {
         self.ssthresh = reduced(self.cwnd.round() as u64, BETA);
         self.cwnd = self.ssthresh;
     }
+    fn set_window_and_threshold(&mut self, w: f64) {
+        self.cwnd = w.max(1.0);
+        self.ssthresh = w.max(2.0);
+    }
     fn on_timeout(&mut self, _now: Instant, _flight: u64) {
         self.reduce();
         self.ssthresh = reduced(self.cwnd.round() as u64, BETA);

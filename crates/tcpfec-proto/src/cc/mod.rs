@@ -28,6 +28,8 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     fn on_congestion_event(&mut self, now: Instant, flight: u64);
     /// A retransmission timeout: ssthresh reduced, cwnd back to one segment.
     fn on_timeout(&mut self, now: Instant, flight: u64);
+    /// Sets cwnd to `w` and ssthresh to max(w, 2) (Sato's ECN-on-recovery reaction, S5).
+    fn set_window_and_threshold(&mut self, w: f64);
 }
 
 /// Which window-growth rule a scheme uses.

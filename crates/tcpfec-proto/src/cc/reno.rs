@@ -46,6 +46,10 @@ impl CongestionControl for Reno {
         self.ssthresh = reduced(flight, 0.5);
         self.cwnd = self.ssthresh;
     }
+    fn set_window_and_threshold(&mut self, w: f64) {
+        self.cwnd = w.max(1.0);
+        self.ssthresh = w.max(2.0);
+    }
     fn on_timeout(&mut self, _now: Instant, flight: u64) {
         self.ssthresh = reduced(flight, 0.5);
         self.cwnd = 1.0;

@@ -1,0 +1,271 @@
+//! Receiver side: tracks each group's received members as a running XOR and rebuilds the one
+//! missing member when the repair packet is there; answers whether a gap can still be
+//! repaired (for duplicate-ACK suppression, S4).
+
+use super::xor::XorAccumulator;
+use crate::wire::{FecGroup, RepairInfo};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+
+/// Groups whose first member lies this many groups back are still searched for members.
+const MEMBER_SEARCH_DEPTH: usize = 64;
+
+#[derive(Debug)]
+struct GroupRx {
+    group: FecGroup,
+    received: Vec<u64>,
+    n_received: u32,
+    acc: XorAccumulator,
+    repair: Option<(Bytes, u16)>,
+    /// The repair's member count is authoritative (a flushed group is shorter).
+    count_final: bool,
+    failed_counted: bool,
+}
+
+impl GroupRx {
+    fn new(group: FecGroup) -> Self {
+        GroupRx {
+            group,
+            received: vec![0; (group.count as usize).div_ceil(64)],
+            n_received: 0,
+            acc: XorAccumulator::default(),
+            repair: None,
+            count_final: false,
+            failed_counted: false,
+        }
+    }
+
+    fn has(&self, i: usize) -> bool {
+        self.received
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    fn missing(&self) -> u32 {
+        self.group.count as u32 - self.n_received.min(self.group.count as u32)
+    }
+
+    /// Members at or below `highest` not received.
+    fn missing_up_to(&self, highest: u64) -> u32 {
+        (0..self.group.count as usize)
+            .take_while(|&i| self.group.first + i as u64 * self.group.stride as u64 <= highest)
+            .filter(|&i| !self.has(i))
+            .count() as u32
+    }
+}
+
+/// What the decoder counts.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct DecoderStats {
+    pub repairs_received: u64,
+    pub repairs_unneeded: u64,
+    pub recovered: u64,
+    pub unrecoverable_groups: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Decoder {
+    groups: BTreeMap<u64, GroupRx>,
+    pub stats: DecoderStats,
+}
+
+impl Decoder {
+    fn find_member(&mut self, seg: u64) -> Option<(u64, usize)> {
+        self.groups
+            .range(..=seg)
+            .rev()
+            .take(MEMBER_SEARCH_DEPTH)
+            .find_map(|(&k, g)| g.group.index_of(seg).map(|i| (k, i)))
+    }
+
+    /// A source segment arrived (original or retransmission; `fec` is its group option, if
+    /// it carried one). Returns a segment rebuilt thanks to it, if any.
+    pub fn on_source(
+        &mut self,
+        seg: u64,
+        fec: Option<FecGroup>,
+        payload: &Bytes,
+    ) -> Option<(u64, Bytes)> {
+        if let Some(g) = fec {
+            if g.index_of(seg).is_some() {
+                self.groups
+                    .entry(g.first)
+                    .or_insert_with(|| GroupRx::new(g));
+            }
+        }
+        let (key, i) = self.find_member(seg)?;
+        let g = self.groups.get_mut(&key).expect("found");
+        if g.has(i) {
+            return None;
+        }
+        g.received[i / 64] |= 1 << (i % 64);
+        g.n_received += 1;
+        g.acc.add(payload);
+        self.try_decode(key)
+    }
+
+    /// A repair packet arrived. `rcv_nxt` is the next in-order segment the receiver expects.
+    pub fn on_repair(
+        &mut self,
+        group: FecGroup,
+        info: RepairInfo,
+        payload: Bytes,
+        rcv_nxt: u64,
+    ) -> Option<(u64, Bytes)> {
+        self.stats.repairs_received += 1;
+        if group.last() < rcv_nxt && !self.groups.contains_key(&group.first) {
+            self.stats.repairs_unneeded += 1; // everything it protects has arrived already
+            return None;
+        }
+        let g = self
+            .groups
+            .entry(group.first)
+            .or_insert_with(|| GroupRx::new(group));
+        if group.count < g.group.count {
+            g.group.count = group.count;
+        }
+        g.count_final = true;
+        if g.repair.is_some() {
+            return None;
+        }
+        g.repair = Some((payload, info.len_xor));
+        if g.missing() == 0 {
+            self.stats.repairs_unneeded += 1;
+            self.groups.remove(&group.first);
+            return None;
+        }
+        self.try_decode(group.first)
+    }
+
+    fn try_decode(&mut self, key: u64) -> Option<(u64, Bytes)> {
+        let g = self.groups.get_mut(&key)?;
+        let (repair, len_xor) = g.repair.as_ref()?;
+        match g.missing() {
+            0 => {
+                self.groups.remove(&key);
+                None
+            }
+            1 => {
+                let i = (0..g.group.count as usize)
+                    .find(|&i| !g.has(i))
+                    .expect("one missing");
+                let seg = g.group.first + i as u64 * g.group.stride as u64;
+                let payload = Bytes::from(g.acc.recover(repair, *len_xor));
+                self.stats.recovered += 1;
+                self.groups.remove(&key);
+                Some((seg, payload))
+            }
+            _ => {
+                if !g.failed_counted {
+                    g.failed_counted = true;
+                    self.stats.unrecoverable_groups += 1;
+                }
+                None
+            }
+        }
+    }
+
+    /// Can the gap at segment `seg` still be repaired by FEC, given that `highest` is the
+    /// highest segment received? No when the segment is in no known group, when its group
+    /// misses another member, or when the group's repair should have arrived (a segment
+    /// sent after it has) but did not.
+    pub fn gap_repairable(&mut self, seg: u64, highest: u64) -> bool {
+        let Some((key, _)) = self.find_member(seg) else {
+            return false;
+        };
+        let g = self.groups.get_mut(&key).expect("found");
+        let repairable =
+            g.missing_up_to(highest) < 2 && (g.repair.is_some() || highest <= g.group.last());
+        if !repairable && !g.failed_counted {
+            g.failed_counted = true;
+            self.stats.unrecoverable_groups += 1;
+        }
+        repairable
+    }
+
+    /// Forgets groups all of whose members lie below `rcv_nxt` (delivered in order).
+    pub fn forget_below(&mut self, rcv_nxt: u64) {
+        while let Some((&k, g)) = self.groups.first_key_value() {
+            if g.group.last() >= rcv_nxt {
+                break;
+            }
+            self.groups.remove(&k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fec::xor::XorAccumulator;
+
+    fn group(first: u64, count: u16) -> FecGroup {
+        FecGroup {
+            first,
+            count,
+            stride: 1,
+        }
+    }
+
+    fn payload(seg: u64) -> Bytes {
+        Bytes::from(vec![seg as u8; 5 + seg as usize])
+    }
+
+    fn repair_for(g: FecGroup) -> (RepairInfo, Bytes) {
+        let mut acc = XorAccumulator::default();
+        for i in 0..g.count as u64 {
+            acc.add(&payload(g.first + i * g.stride as u64));
+        }
+        (
+            RepairInfo {
+                len_xor: acc.len_xor(),
+                index: 0,
+                total: 1,
+            },
+            Bytes::copy_from_slice(acc.bytes()),
+        )
+    }
+
+    #[test]
+    fn one_loss_is_rebuilt_two_are_not_until_a_retransmission() {
+        let g = group(10, 4);
+        let (info, rep) = repair_for(g);
+        let mut d = Decoder::default();
+        d.on_source(10, Some(g), &payload(10));
+        d.on_source(12, Some(g), &payload(12));
+        assert!(d.gap_repairable(11, 12));
+        // 11 and 13 missing: the repair alone cannot help.
+        assert!(d.on_repair(g, info, rep, 10).is_none());
+        assert_eq!(d.stats.unrecoverable_groups, 1);
+        assert!(!d.gap_repairable(11, 13));
+        // A retransmission of 13 (no group option) leaves one missing: rebuilt now.
+        let got = d.on_source(13, None, &payload(13));
+        assert_eq!(got, Some((11, payload(11))));
+        assert_eq!(d.stats.recovered, 1);
+    }
+
+    #[test]
+    fn a_repair_for_a_complete_group_is_unneeded() {
+        let g = group(0, 3);
+        let (info, rep) = repair_for(g);
+        let mut d = Decoder::default();
+        for s in 0..3 {
+            d.on_source(s, Some(g), &payload(s));
+        }
+        assert!(d.on_repair(g, info, rep, 3).is_none());
+        assert_eq!(d.stats.repairs_unneeded, 1);
+        assert_eq!(d.stats.recovered, 0);
+    }
+
+    #[test]
+    fn missing_repair_makes_the_gap_unrepairable_once_later_data_arrives() {
+        let g = group(0, 3);
+        let mut d = Decoder::default();
+        d.on_source(0, Some(g), &payload(0));
+        d.on_source(2, Some(g), &payload(2));
+        assert!(d.gap_repairable(1, 2));
+        // Segment 3 was sent after the repair of group 0: the repair is lost.
+        d.on_source(3, Some(group(3, 3)), &payload(3));
+        assert!(!d.gap_repairable(1, 3));
+    }
+}

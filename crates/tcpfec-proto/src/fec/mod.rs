@@ -1,0 +1,11 @@
+//! Forward error correction: group policies, the XOR code, the sender's encoder and the
+//! receiver's decoder (SPEC C4, C5, S1–S6).
+
+mod decoder;
+mod encoder;
+pub mod policy;
+pub mod xor;
+
+pub(crate) use decoder::Decoder;
+pub(crate) use encoder::{Encoder, RepairOut};
+pub use policy::{FecConfig, GroupPolicy};

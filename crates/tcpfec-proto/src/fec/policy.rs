@@ -1,0 +1,87 @@
+//! How big FEC groups are and how the receiver treats gaps: the Sato schemes S1–S6.
+
+/// How the sender sizes its groups.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GroupPolicy {
+    /// S2: a fixed group size.
+    Static(u16),
+    /// S1: group size = cwnd − offset, read when a group opens (at least 1).
+    Cwnd {
+        /// Segments subtracted from cwnd (1 in the dissertation's ch. 4).
+        offset: u16,
+    },
+    /// S3: group size = min(cwnd − 1, fmax).
+    Fmax(u16),
+    /// S6: `groups` groups open at once, members assigned round-robin; size =
+    /// min(⌊cwnd / groups⌋, limit) (limit 0 = none); one group when cwnd < 2·groups.
+    Interleave {
+        /// Interleaving depth g.
+        groups: u16,
+        /// Size limit l (0 = no limit).
+        limit: u16,
+    },
+}
+
+impl GroupPolicy {
+    /// (members per group, number of interleaved groups) for a group opened at `cwnd`.
+    pub fn shape(&self, cwnd: f64) -> (u16, u16) {
+        let w = cwnd.floor().max(1.0) as u32;
+        let clamp = |x: u32| x.clamp(1, u16::MAX as u32) as u16;
+        match *self {
+            GroupPolicy::Static(n) => (n.max(1), 1),
+            GroupPolicy::Cwnd { offset } => (clamp(w.saturating_sub(offset as u32)), 1),
+            GroupPolicy::Fmax(fmax) => (clamp(w.saturating_sub(1).min(fmax as u32)), 1),
+            GroupPolicy::Interleave { groups, limit } => {
+                let g = groups.max(1) as u32;
+                let g = if w < 2 * g { 1 } else { g };
+                let mut n = w / g;
+                if limit > 0 {
+                    n = n.min(limit as u32);
+                }
+                (clamp(n), g as u16)
+            }
+        }
+    }
+}
+
+/// FEC settings of a scheme.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FecConfig {
+    /// Group sizing.
+    pub policy: GroupPolicy,
+    /// S4: withhold duplicate ACKs while every gap can still be repaired.
+    pub suppress_dupacks: bool,
+    /// S5: on recovery the receiver sets ECN-Echo and the sender multiplies cwnd by this
+    /// factor (at most once per window). `None`: recovered losses are not signalled.
+    pub ecn_factor: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_follow_the_dissertation() {
+        assert_eq!(GroupPolicy::Static(10).shape(100.0), (10, 1));
+        assert_eq!(GroupPolicy::Cwnd { offset: 1 }.shape(20.7), (19, 1));
+        assert_eq!(GroupPolicy::Cwnd { offset: 1 }.shape(1.0), (1, 1));
+        assert_eq!(GroupPolicy::Fmax(10).shape(100.0), (10, 1));
+        assert_eq!(GroupPolicy::Fmax(10).shape(6.0), (5, 1));
+        let il = GroupPolicy::Interleave {
+            groups: 3,
+            limit: 30,
+        };
+        assert_eq!(il.shape(300.0), (30, 3));
+        assert_eq!(il.shape(30.0), (10, 3));
+        // cwnd < 2g: no interleaving.
+        assert_eq!(il.shape(5.0), (5, 1));
+        assert_eq!(
+            GroupPolicy::Interleave {
+                groups: 2,
+                limit: 0
+            }
+            .shape(41.0),
+            (20, 2)
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! The XOR code: one repair packet per group recovers any single lost member.
+
+/// XORs `src` into the start of `dst` (which must be at least as long), eight bytes at a
+/// time.
+#[inline]
+pub fn xor_into(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    let dst = &mut dst[..n];
+    let mut d = dst.chunks_exact_mut(8);
+    let mut s = src.chunks_exact(8);
+    for (a, b) in (&mut d).zip(&mut s) {
+        let x = u64::from_ne_bytes(a[..].try_into().unwrap())
+            ^ u64::from_ne_bytes(b.try_into().unwrap());
+        a.copy_from_slice(&x.to_ne_bytes());
+    }
+    for (a, b) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *a ^= b;
+    }
+}
+
+/// Running XOR of a group's payloads and their lengths.
+#[derive(Debug, Clone, Default)]
+pub struct XorAccumulator {
+    bytes: Vec<u8>,
+    len_xor: u16,
+    members: u32,
+}
+
+impl XorAccumulator {
+    /// Adds one payload.
+    pub fn add(&mut self, payload: &[u8]) {
+        if self.bytes.len() < payload.len() {
+            self.bytes.resize(payload.len(), 0);
+        }
+        xor_into(&mut self.bytes, payload);
+        self.len_xor ^= payload.len() as u16;
+        self.members += 1;
+    }
+
+    /// XOR of all payloads (as long as the longest).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// XOR of all payload lengths.
+    pub fn len_xor(&self) -> u16 {
+        self.len_xor
+    }
+
+    /// Payloads added.
+    pub fn members(&self) -> u32 {
+        self.members
+    }
+
+    /// Given the repair of the whole group, rebuilds the one member not added here.
+    pub fn recover(&self, repair: &[u8], repair_len_xor: u16) -> Vec<u8> {
+        let len = (repair_len_xor ^ self.len_xor) as usize;
+        let mut out = repair.to_vec();
+        if out.len() < self.bytes.len() {
+            out.resize(self.bytes.len(), 0);
+        }
+        xor_into(&mut out, &self.bytes);
+        out.truncate(len.min(out.len()));
+        out.resize(len, 0);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every single-loss position for group sizes 1–64 with random lengths is rebuilt
+    /// byte-exactly, length included.
+    #[test]
+    fn recovers_every_single_loss_position() {
+        let mut state = 0x1234_5678u64;
+        let mut rnd = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for n in 1..=64usize {
+            let payloads: Vec<Vec<u8>> = (0..n)
+                .map(|_| {
+                    let len = 1 + (rnd() % 1460) as usize;
+                    (0..len).map(|_| rnd() as u8).collect()
+                })
+                .collect();
+            let mut all = XorAccumulator::default();
+            for p in &payloads {
+                all.add(p);
+            }
+            for lost in 0..n {
+                let mut acc = XorAccumulator::default();
+                for (i, p) in payloads.iter().enumerate() {
+                    if i != lost {
+                        acc.add(p);
+                    }
+                }
+                let got = acc.recover(all.bytes(), all.len_xor());
+                assert_eq!(got, payloads[lost], "n={n} lost={lost}");
+            }
+        }
+    }
+
+    #[test]
+    fn two_losses_do_not_give_either_member() {
+        let payloads = [vec![1u8; 10], vec![2u8; 20], vec![3u8; 30]];
+        let mut all = XorAccumulator::default();
+        for p in &payloads {
+            all.add(p);
+        }
+        let mut acc = XorAccumulator::default();
+        acc.add(&payloads[0]);
+        let got = acc.recover(all.bytes(), all.len_xor());
+        assert_ne!(got, payloads[1]);
+        assert_ne!(got, payloads[2]);
+    }
+}
