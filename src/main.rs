@@ -4,6 +4,7 @@ mod bench;
 mod demo;
 mod output;
 mod plot;
+mod reproduce;
 mod runner;
 mod sweep;
 mod validate;
@@ -60,6 +61,25 @@ enum Command {
         /// The markdown report to write.
         #[arg(long, default_value = "docs/validation.md")]
         report: PathBuf,
+    },
+    /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
+    /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
+    /// Built in: sato-ch4. A path to a TOML file works too.
+    Reproduce {
+        /// Experiment id or TOML file.
+        experiment: String,
+        /// A reduced sweep (fewer points, seeds and seconds) for a first look.
+        #[arg(long)]
+        quick: bool,
+        /// Seeds per point (default: the experiment's).
+        #[arg(long)]
+        seeds: Option<u64>,
+        /// Output directory [default: results/<ID>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Measure speed.
     Bench {
@@ -283,6 +303,19 @@ fn main() -> ExitCode {
             schemes();
             Ok(())
         }
+        Command::Reproduce {
+            experiment,
+            quick,
+            seeds,
+            out,
+            quiet,
+        } => reproduce::run(&reproduce::Options {
+            experiment,
+            quick,
+            seeds,
+            out,
+            progress: !quiet && std::io::stderr().is_terminal(),
+        }),
         Command::Validate {
             ns2,
             ns3,

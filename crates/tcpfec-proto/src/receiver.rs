@@ -439,6 +439,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::RepairInfo;
 
     fn rx() -> Receiver {
         let mut r = Receiver::new(1 << 20, false, Duration::from_millis(100));
@@ -504,5 +505,109 @@ mod tests {
         r.on_segment(t, 2, data(2), false, 1, false, None);
         assert_eq!(r.duplicate_segments, 2);
         assert_eq!(r.bytes_delivered, 10);
+    }
+
+    fn fec_rx(suppress: bool) -> Receiver {
+        let mut r = rx();
+        r.enable_fec(FecConfig {
+            policy: crate::fec::GroupPolicy::Static(4),
+            suppress_dupacks: suppress,
+            ecn_factor: Some(0.7),
+        });
+        r
+    }
+
+    fn member(r: &mut Receiver, seg: u64, first: u64) {
+        let g = FecGroup {
+            first,
+            count: 4,
+            stride: 1,
+        };
+        r.on_segment(
+            Instant::ZERO,
+            seg,
+            data(seg as u8),
+            false,
+            1,
+            false,
+            Some(g),
+        );
+    }
+
+    fn repair(r: &mut Receiver, first: u64) {
+        let mut acc = crate::fec::xor::XorAccumulator::default();
+        for s in first..first + 4 {
+            acc.add(&data(s as u8));
+        }
+        let info = RepairInfo {
+            len_xor: acc.len_xor(),
+            index: 0,
+            total: 1,
+        };
+        r.on_repair(
+            Instant::ZERO,
+            FecGroup {
+                first,
+                count: 4,
+                stride: 1,
+            },
+            info,
+            Bytes::copy_from_slice(acc.bytes()),
+        );
+    }
+
+    #[test]
+    fn suppression_holds_dup_acks_until_a_second_loss_in_the_group() {
+        let mut r = fec_rx(true);
+        member(&mut r, 0, 0);
+        r.take_ack();
+        member(&mut r, 2, 0); // 1 missing: repairable
+        assert!(!r.wants_ack(Instant::ZERO), "dup ACK must be withheld");
+        member(&mut r, 3, 0);
+        assert!(!r.wants_ack(Instant::ZERO));
+        // Next group: its first member missing too is fine (different group)...
+        member(&mut r, 5, 4);
+        // ...but segment 4 missing while 5 arrived is a hole in group 4 with the repair of
+        // group 0 not yet here and 4 > last of group 0: group 0's repair is known lost.
+        assert!(
+            r.wants_ack(Instant::ZERO),
+            "repair of group 0 known lost: release"
+        );
+        assert_eq!(r.fec_counts().4, 2);
+    }
+
+    #[test]
+    fn suppression_releases_on_a_second_loss_and_recovery_acks_at_once() {
+        let mut r = fec_rx(true);
+        member(&mut r, 0, 0);
+        r.take_ack();
+        member(&mut r, 2, 0);
+        assert!(!r.wants_ack(Instant::ZERO));
+        // The repair arrives: segment 1 is rebuilt and the cumulative ACK goes out at once,
+        // with ECN-Echo set (S5).
+        member(&mut r, 3, 0);
+        repair(&mut r, 0);
+        assert!(r.wants_ack(Instant::ZERO));
+        let a = r.take_ack();
+        assert_eq!(a.ack, 4);
+        assert!(a.ece);
+        assert_eq!(r.fec_counts().2, 1, "one recovered");
+        // Second group: two losses (5 and 6) → release on the arrival that shows the second.
+        member(&mut r, 4, 4);
+        r.take_ack();
+        member(&mut r, 7, 4);
+        assert!(
+            r.wants_ack(Instant::ZERO),
+            "two members missing: not repairable"
+        );
+    }
+
+    #[test]
+    fn without_suppression_every_gap_is_acknowledged() {
+        let mut r = fec_rx(false);
+        member(&mut r, 0, 0);
+        r.take_ack();
+        member(&mut r, 2, 0);
+        assert!(r.wants_ack(Instant::ZERO));
     }
 }

@@ -1,0 +1,364 @@
+//! `tcpfec reproduce`: runs an experiment described in `experiments/<id>.toml` (figures as
+//! sweeps, claims as checks) and writes CSV files, SVG figures and `report.md`.
+
+use crate::plot::{line_chart, Axes as ChartAxes};
+use crate::runner::Outcome;
+use crate::sweep::{Axes, Run};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Experiments shipped with tcpfec (the TOML files of `experiments/`).
+pub const BUILT_IN: &[(&str, &str)] = &[("sato-ch4", include_str!("../experiments/sato-ch4.toml"))];
+
+#[derive(Debug, Deserialize)]
+struct Experiment {
+    id: String,
+    title: String,
+    seeds: u64,
+    quick_seeds: u64,
+    base: BTreeMap<String, String>,
+    #[serde(default)]
+    quick_base: BTreeMap<String, String>,
+    figure: Vec<Figure>,
+    #[serde(default)]
+    claim: Vec<Claim>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Figure {
+    id: String,
+    title: String,
+    x: String,
+    x_values: Vec<String>,
+    quick_x_values: Option<Vec<String>>,
+    x_format: Option<String>,
+    x_label: String,
+    #[serde(default)]
+    x_log: bool,
+    #[serde(default = "default_series_axis")]
+    series_axis: String,
+    series: Vec<String>,
+    quick_series: Option<Vec<String>>,
+    metric: String,
+    y_label: String,
+}
+
+fn default_series_axis() -> String {
+    "scheme".into()
+}
+
+#[derive(Debug, Deserialize)]
+struct Claim {
+    text: String,
+    figure: String,
+    kind: String,
+    a: Option<String>,
+    b: Option<String>,
+    tolerance: Option<f64>,
+    series_value: Option<String>,
+    low: Option<f64>,
+    high: Option<f64>,
+}
+
+/// What `reproduce` was asked.
+pub struct Options {
+    /// Experiment id (built in) or path to a TOML file.
+    pub experiment: String,
+    /// Reduced sweep.
+    pub quick: bool,
+    /// Seeds per point (overrides the file).
+    pub seeds: Option<u64>,
+    /// Output directory (default `results/<id>`).
+    pub out: Option<PathBuf>,
+    /// Show a progress bar.
+    pub progress: bool,
+}
+
+fn load(name: &str) -> Result<Experiment, String> {
+    let text = match BUILT_IN.iter().find(|(id, _)| *id == name) {
+        Some((_, t)) => t.to_string(),
+        None => std::fs::read_to_string(name).map_err(|e| {
+            let ids: Vec<&str> = BUILT_IN.iter().map(|b| b.0).collect();
+            format!(
+                "'{name}' is neither a built-in experiment ({}) nor a readable file: {e}",
+                ids.join(", ")
+            )
+        })?,
+    };
+    toml::from_str(&text).map_err(|e| format!("experiment '{name}': {}", e.message()))
+}
+
+/// Leading number of an axis value ("200ms" → 200, "0.05%" → 0.05).
+fn numeric(v: &str) -> f64 {
+    let end = v
+        .char_indices()
+        .find(|&(_, c)| !(c.is_ascii_digit() || c == '.'))
+        .map_or(v.len(), |(i, _)| i);
+    v[..end].parse().unwrap_or(f64::NAN)
+}
+
+/// Mean of one figure's points, by (series value, x value).
+type PointMeans = HashMap<(String, String), f64>;
+
+struct Cell {
+    series: String,
+    x: String,
+    runs: Vec<usize>,
+}
+
+/// Runs the experiment and writes its outputs.
+pub fn run(opts: &Options) -> Result<(), String> {
+    let exp = load(&opts.experiment)?;
+    let seeds = opts.seeds.unwrap_or(if opts.quick {
+        exp.quick_seeds
+    } else {
+        exp.seeds
+    });
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&exp.id));
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut base = exp.base.clone();
+    if opts.quick {
+        base.extend(exp.quick_base.clone());
+    }
+    // Expand every figure into runs, sharing identical runs between figures.
+    let mut runs: Vec<Run> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut cells: Vec<Vec<Cell>> = Vec::new();
+    for fig in &exp.figure {
+        let xs = if opts.quick {
+            fig.quick_x_values.clone().unwrap_or(fig.x_values.clone())
+        } else {
+            fig.x_values.clone()
+        };
+        let series = if opts.quick {
+            fig.quick_series.clone().unwrap_or(fig.series.clone())
+        } else {
+            fig.series.clone()
+        };
+        let mut fig_cells = Vec::new();
+        for s in &series {
+            for x in &xs {
+                let mut axes = Axes::default();
+                for (k, v) in &base {
+                    axes.set(k, v)
+                        .map_err(|e| format!("{}: base: {e}", exp.id))?;
+                }
+                axes.set(&fig.series_axis, s)
+                    .map_err(|e| format!("{}: {e}", fig.id))?;
+                let xv = fig
+                    .x_format
+                    .as_ref()
+                    .map_or(x.clone(), |f| f.replace("{}", x));
+                axes.set(&fig.x, &xv)
+                    .map_err(|e| format!("{}: {e}", fig.id))?;
+                let mut ids = Vec::new();
+                for run in axes
+                    .expand(1, seeds)
+                    .map_err(|e| format!("{}: {e}", fig.id))?
+                {
+                    let mut key: Vec<String> =
+                        run.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    key.sort();
+                    let key = format!("{} seed={}", key.join(" "), run.scenario.seed);
+                    let id = *index.entry(key).or_insert_with(|| {
+                        runs.push(run.clone());
+                        runs.len() - 1
+                    });
+                    ids.push(id);
+                }
+                fig_cells.push(Cell {
+                    series: s.clone(),
+                    x: x.clone(),
+                    runs: ids,
+                });
+            }
+        }
+        cells.push(fig_cells);
+    }
+    eprintln!(
+        "{}: {} runs ({} seeds per point){}",
+        exp.id,
+        runs.len(),
+        seeds,
+        if opts.quick { ", quick" } else { "" }
+    );
+    let outcomes = crate::runner::run_all(runs, opts.progress);
+    crate::output::write_csv(&out, &outcomes).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut report = String::new();
+    let _ = writeln!(report, "# {}\n", exp.title);
+    let _ = writeln!(
+        report,
+        "Reproduced by `tcpfec reproduce {}{}` with {} seed(s) per point; every value is a mean (± standard deviation) over seeds. Scenario: {}. Raw runs: `results.csv`.\n",
+        exp.id,
+        if opts.quick { " --quick" } else { "" },
+        seeds,
+        base.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    );
+    let mut means: HashMap<(String, String, String), f64> = HashMap::new();
+    let mut fig_md = String::new();
+    for (fig, fcells) in exp.figure.iter().zip(&cells) {
+        let (md, m) = figure_outputs(fig, fcells, &outcomes, &out)?;
+        fig_md += &md;
+        for ((s, x), v) in m {
+            means.insert((fig.id.clone(), s, x), v);
+        }
+    }
+    let _ = writeln!(report, "## Claims of the chapter\n");
+    let _ = writeln!(report, "| claim | verdict | evidence |\n|---|---|---|");
+    for c in &exp.claim {
+        let fig = exp
+            .figure
+            .iter()
+            .find(|f| f.id == c.figure)
+            .ok_or(format!("claim refers to unknown figure {}", c.figure))?;
+        let (ok, evidence) = check_claim(c, fig, &means, opts.quick);
+        let _ = writeln!(
+            report,
+            "| {} | {} | {} |",
+            c.text,
+            if ok { "agree" } else { "**differ**" },
+            evidence
+        );
+    }
+    let _ = writeln!(report, "\n{fig_md}");
+    std::fs::write(out.join("report.md"), report).map_err(|e| e.to_string())?;
+    println!("wrote {}/report.md, figures and CSV files", out.display());
+    Ok(())
+}
+
+fn figure_outputs(
+    fig: &Figure,
+    cells: &[Cell],
+    outcomes: &[Outcome],
+    out: &Path,
+) -> Result<(String, PointMeans), String> {
+    let mut csv = format!("{},{},mean,sd,n\n", fig.series_axis, fig.x);
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut means = HashMap::new();
+    let mut md = format!(
+        "## {}\n\n![{}]({}.svg)\n\n| {} | {} | {} |\n|---|---|---|\n",
+        fig.title, fig.id, fig.id, fig.series_axis, fig.x_label, fig.y_label
+    );
+    for c in cells {
+        let vals: Vec<f64> = c
+            .runs
+            .iter()
+            .map(|&i| {
+                crate::output::run_json(&outcomes[i])[fig.metric.as_str()]
+                    .as_f64()
+                    .unwrap_or(f64::NAN)
+            })
+            .collect();
+        let n = vals.len() as f64;
+        let mean = vals.iter().sum::<f64>() / n;
+        let sd = if vals.len() > 1 {
+            (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        let _ = writeln!(csv, "{},{},{mean},{sd},{}", c.series, c.x, vals.len());
+        let _ = writeln!(md, "| {} | {} | {mean:.4} ± {sd:.4} |", c.series, c.x);
+        means.insert((c.series.clone(), c.x.clone()), mean);
+        match series.iter_mut().find(|(s, _)| *s == c.series) {
+            Some((_, pts)) => pts.push((numeric(&c.x), mean)),
+            None => series.push((c.series.clone(), vec![(numeric(&c.x), mean)])),
+        }
+    }
+    std::fs::write(out.join(format!("{}.csv", fig.id)), csv).map_err(|e| e.to_string())?;
+    let y_log = fig.metric == "goodput_mbps";
+    let axes = ChartAxes {
+        x_desc: &fig.x_label,
+        y_desc: &fig.y_label,
+        x_log: fig.x_log,
+        y_log,
+    };
+    // Counts can be zero: keep them on a linear axis.
+    line_chart(
+        &out.join(format!("{}.svg", fig.id)),
+        &fig.title,
+        &axes,
+        &series,
+    )?;
+    Ok((md, means))
+}
+
+fn check_claim(
+    c: &Claim,
+    fig: &Figure,
+    means: &HashMap<(String, String, String), f64>,
+    quick: bool,
+) -> (bool, String) {
+    let xs = if quick {
+        fig.quick_x_values.clone().unwrap_or(fig.x_values.clone())
+    } else {
+        fig.x_values.clone()
+    };
+    let get = |s: &str, x: &str| {
+        means
+            .get(&(fig.id.clone(), s.to_string(), x.to_string()))
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    let (a, b) = (
+        c.a.clone().unwrap_or_default(),
+        c.b.clone().unwrap_or_default(),
+    );
+    let pairs: Vec<(String, f64, f64)> = xs
+        .iter()
+        .map(|x| (x.clone(), get(&a, x), get(&b, x)))
+        .collect();
+    let fmt = |f: &dyn Fn(f64, f64) -> bool| -> (bool, String) {
+        let ok = pairs.iter().all(|(_, va, vb)| f(*va, *vb));
+        let ev = pairs
+            .iter()
+            .map(|(x, va, vb)| format!("{x}: {va:.3} vs {vb:.3}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        (ok, format!("{a} vs {b} — {ev}"))
+    };
+    match c.kind.as_str() {
+        "above" => fmt(&|x, y| x > y),
+        "below" => fmt(&|x, y| x < y),
+        "close" => {
+            let tol = c.tolerance.unwrap_or(0.1);
+            fmt(&|x, y| (x / y - 1.0).abs() <= tol)
+        }
+        "crossover" => {
+            let (first, last) = (pairs.first(), pairs.last());
+            match (first, last) {
+                (Some(f), Some(l)) if pairs.len() >= 2 => {
+                    let ok = f.1 > f.2 && l.1 < l.2;
+                    (
+                        ok,
+                        format!(
+                            "{a} vs {b} at {}: {:.3} vs {:.3}; at {}: {:.3} vs {:.3}",
+                            f.0, f.1, f.2, l.0, l.1, l.2
+                        ),
+                    )
+                }
+                _ => (false, "not enough points".into()),
+            }
+        }
+        "argmax_in" => {
+            let s = c.series_value.clone().unwrap_or_default();
+            let best = xs
+                .iter()
+                .map(|x| (x, get(&s, x)))
+                .max_by(|p, q| p.1.total_cmp(&q.1));
+            match best {
+                Some((x, v)) => {
+                    let xn = numeric(x);
+                    let ok = xn >= c.low.unwrap_or(f64::MIN) && xn <= c.high.unwrap_or(f64::MAX);
+                    (ok, format!("best {} for {s}: {x} ({v:.3})", fig.x_label))
+                }
+                None => (false, "no points".into()),
+            }
+        }
+        other => (false, format!("unknown claim kind '{other}'")),
+    }
+}
