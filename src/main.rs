@@ -64,7 +64,7 @@ enum Command {
     },
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
-    /// Built in: sato-ch4. A path to a TOML file works too.
+    /// Built in: sato-ch3, sato-ch4, sato-ch5. A path to a TOML file works too.
     Reproduce {
         /// Experiment id or TOML file.
         experiment: String,
@@ -144,6 +144,9 @@ struct SimArgs {
     /// Drop-tail queue limit of every link direction, packets [default: 50].
     #[arg(long, allow_hyphen_values = true)]
     buffer: Option<String>,
+    /// Queue limit of links leaving hosts, packets, or inf [default: same as --buffer].
+    #[arg(long, allow_hyphen_values = true)]
+    host_buffer: Option<String>,
     /// Data packet size on the wire, 40-byte header included [default: 1500].
     #[arg(long, allow_hyphen_values = true)]
     packet_size: Option<String>,
@@ -223,6 +226,7 @@ impl SimArgs {
             ("delay", &self.delay),
             ("access-delay", &self.access_delay),
             ("buffer", &self.buffer),
+            ("host-buffer", &self.host_buffer),
             ("packet-size", &self.packet_size),
             ("loss", &self.loss),
             ("ge", &self.ge),

@@ -10,7 +10,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Experiments shipped with tcpfec (the TOML files of `experiments/`).
-pub const BUILT_IN: &[(&str, &str)] = &[("sato-ch4", include_str!("../experiments/sato-ch4.toml"))];
+pub const BUILT_IN: &[(&str, &str)] = &[
+    ("sato-ch3", include_str!("../experiments/sato-ch3.toml")),
+    ("sato-ch4", include_str!("../experiments/sato-ch4.toml")),
+    ("sato-ch5", include_str!("../experiments/sato-ch5.toml")),
+];
 
 #[derive(Debug, Deserialize)]
 struct Experiment {

@@ -17,6 +17,7 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("delay", Some("200ms")),
     ("access-delay", Some("1ms")),
     ("buffer", Some("50")),
+    ("host-buffer", None),
     ("packet-size", Some("1500")),
     ("loss", Some("0.05%")),
     ("ge", None),
@@ -212,6 +213,13 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
                 }
             }
             "buffer" => sc.buffer = field(a, parse_count(v))?,
+            "host-buffer" => {
+                sc.host_buffer = Some(if v == "inf" || v == "∞" {
+                    u32::MAX
+                } else {
+                    field(a, parse_count(v))?
+                })
+            }
             "packet-size" => sc.packet_size = field(a, parse_count(v))?,
             "loss" => {
                 let p = field(a, parse_probability(v))?;

@@ -67,6 +67,9 @@ pub struct Scenario {
     pub access_delay: (Duration, Duration),
     /// Drop-tail queue limit of every link direction, packets.
     pub buffer: u32,
+    /// Queue limit of links leaving a host, packets (`None`: same as `buffer`). Sato ch. 5
+    /// gives end nodes unlimited buffers.
+    pub host_buffer: Option<u32>,
     /// Size of a full data packet on the wire, headers included.
     pub packet_size: u32,
     /// Random loss on the bottleneck in the data direction (R1 → R2).
@@ -116,6 +119,7 @@ impl Default for Scenario {
             delay: Duration::from_millis(200),
             access_delay: (Duration::from_millis(1), Duration::from_millis(1)),
             buffer: 50,
+            host_buffer: None,
             packet_size: 1500,
             loss: LossSpec::Bernoulli { p: 0.0005 },
             reverse_loss: LossSpec::None,

@@ -97,6 +97,14 @@ impl<'a> Builder<'a> {
         }
     }
 
+    fn queue_limit(&self, from: u32) -> usize {
+        let limit = match self.sc.host_buffer {
+            Some(h) if self.is_host[from as usize] => h,
+            _ => self.sc.buffer,
+        };
+        limit as usize
+    }
+
     fn node(&mut self, host: bool) -> u32 {
         self.is_host.push(host);
         (self.is_host.len() - 1) as u32
@@ -107,7 +115,7 @@ impl<'a> Builder<'a> {
         let model = LossModel::new(loss, Rng::new(self.sc.seed, stream));
         let delay_ns = delay.as_nanos() as u64;
         self.links
-            .push(Link::new(b, bps, delay_ns, self.sc.buffer as usize, model));
+            .push(Link::new(b, bps, delay_ns, self.queue_limit(a), model));
         self.from.push(a);
     }
 
