@@ -75,11 +75,15 @@ pub fn line_chart(
     };
     let x_hi = if x_max > x_lo { x_max } else { x_lo + 1.0 };
     let y_lo = if axes.y_log {
-        y_min.clamp(1e-3, 1.0)
+        (y_min * 0.8).max(1e-3)
     } else {
         0.0
     };
-    let y_hi = (y_max * 1.05).max(y_lo * 2.0 + 1e-9);
+    let y_hi = if axes.y_log {
+        (y_max * 1.25).max(y_lo * 2.0)
+    } else {
+        (y_max * 1.05).max(1e-9)
+    };
     let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
     let err = |e: DrawingAreaErrorKind<_>| format!("drawing {}: {e}", path.display());
     root.fill(&WHITE).map_err(err)?;
