@@ -61,6 +61,9 @@ enum Command {
         /// The markdown report to write.
         #[arg(long, default_value = "docs/validation.md")]
         report: PathBuf,
+        /// Re-render the report and figures from an earlier run's validation.csv.
+        #[arg(long, value_name = "CSV")]
+        from_csv: Option<PathBuf>,
     },
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
@@ -328,6 +331,7 @@ fn main() -> ExitCode {
             quick,
             out,
             report,
+            from_csv,
         } => validate::run(&validate::Options {
             ns2,
             ns3,
@@ -336,6 +340,7 @@ fn main() -> ExitCode {
             quick,
             out,
             report,
+            from_csv,
         }),
         Command::Bench {
             what:

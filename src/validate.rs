@@ -29,6 +29,8 @@ pub struct Options {
     pub out: PathBuf,
     /// The markdown report to write.
     pub report: PathBuf,
+    /// Re-render the report from an earlier run's validation.csv instead of running.
+    pub from_csv: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -133,6 +135,15 @@ struct Measure {
     flows: Vec<f64>,
     fast_recoveries: Option<f64>,
     timeouts: Option<f64>,
+    /// Jain's index when the per-flow values are not at hand (read back from CSV).
+    jain: Option<f64>,
+}
+
+impl Measure {
+    fn jain(&self) -> f64 {
+        self.jain
+            .unwrap_or_else(|| tcpfec_sim::metrics::jain(&self.flows))
+    }
 }
 
 fn points(quick: bool) -> (Vec<Point>, Vec<Point>) {
@@ -277,6 +288,7 @@ fn run_job(job: &Job, opts: &Options) -> Result<Measure, String> {
                 flows: r.flows.iter().map(|f| f.goodput_mbps).collect(),
                 fast_recoveries: Some(r.fast_recoveries as f64),
                 timeouts: Some(r.timeouts as f64),
+                jain: None,
             })
         }
         (Sim::Tcpfec, Point::Dumbbell { flows, delay_ms }) => {
@@ -300,6 +312,7 @@ fn run_job(job: &Job, opts: &Options) -> Result<Measure, String> {
                 flows: late.flows.iter().map(|f| f.goodput_mbps).collect(),
                 fast_recoveries: Some(late.fast_recoveries as f64),
                 timeouts: Some(late.timeouts as f64),
+                jain: None,
             })
         }
         (Sim::Ns2, point) => {
@@ -346,6 +359,7 @@ fn run_job(job: &Job, opts: &Options) -> Result<Measure, String> {
                 // fast recoveries.
                 fast_recoveries: cuts.zip(timeouts).map(|(c, t)| (c - t).max(0.0)),
                 timeouts,
+                jain: None,
             })
         }
         (Sim::Ns3, point) => {
@@ -389,6 +403,7 @@ fn run_job(job: &Job, opts: &Options) -> Result<Measure, String> {
                 flows: list(&kv, "flows"),
                 fast_recoveries: num(&kv, "fast_recoveries"),
                 timeouts: num(&kv, "timeouts"),
+                jain: None,
             })
         }
     }
@@ -681,9 +696,67 @@ fn figure_path(
     Ok(PathBuf::from(name))
 }
 
-/// Runs everything and writes the CSV files, figures and the report.
+/// Reads the runs of an earlier `validation.csv`.
+fn read_csv(path: &Path) -> Result<Results, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let variants: Vec<&'static str> = PATH_PAIRS
+        .iter()
+        .chain(DUMBBELL_PAIRS)
+        .flat_map(|p| [p.ref_variant, p.scheme])
+        .collect();
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let c: Vec<&str> = line.split(',').collect();
+        let bad = || format!("{}:{}: malformed row", path.display(), n + 1);
+        if c.len() != 13 {
+            return Err(bad());
+        }
+        let f = |i: usize| c[i].parse::<f64>().ok();
+        let point = match c[0] {
+            "path" => Point::Path {
+                delay_ms: c[1].parse().map_err(|_| bad())?,
+                loss: c[2].parse().map_err(|_| bad())?,
+                delack: c[3] == "1",
+            },
+            "dumbbell" => Point::Dumbbell {
+                flows: c[4].parse().map_err(|_| bad())?,
+                delay_ms: c[1].parse().map_err(|_| bad())?,
+            },
+            _ => return Err(bad()),
+        };
+        let sim = match c[5] {
+            "tcpfec" => Sim::Tcpfec,
+            "ns-2" => Sim::Ns2,
+            "ns-3" => Sim::Ns3,
+            _ => return Err(bad()),
+        };
+        let variant = *variants.iter().find(|v| **v == c[6]).ok_or_else(bad)?;
+        let job = Job {
+            point,
+            sim,
+            variant,
+            seed: c[7].parse().map_err(|_| bad())?,
+        };
+        let m = Measure {
+            goodput: f(8).ok_or_else(bad)?,
+            early: f(9),
+            flows: Vec::new(),
+            fast_recoveries: f(10),
+            timeouts: f(11),
+            jain: f(12),
+        };
+        out.push((job, m));
+    }
+    Ok(out)
+}
+
+/// Runs everything (or reads an earlier run) and writes the CSV file, figures and report.
 pub fn run(opts: &Options) -> Result<(), String> {
     std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    if let Some(csv) = &opts.from_csv {
+        let results = read_csv(csv)?;
+        return report(opts, &results);
+    }
     let jobs = jobs(opts);
     let bar = ProgressBar::new(jobs.len() as u64);
     bar.set_style(
@@ -703,6 +776,11 @@ pub fn run(opts: &Options) -> Result<(), String> {
     bar.finish_and_clear();
     let results: Results = results.into_iter().collect::<Result<_, _>>()?;
     write_csv(&results, &opts.out)?;
+    report(opts, &results)
+}
+
+fn report(opts: &Options, results: &Results) -> Result<(), String> {
+    let results = results.clone();
     let (path, dumbbell) = points(opts.quick);
     let mut md = String::new();
     let mut summary = Vec::new();
@@ -748,7 +826,7 @@ fn write_csv(res: &Results, out: &Path) -> Result<(), String> {
             opt(m.early),
             opt(m.fast_recoveries),
             opt(m.timeouts),
-            tcpfec_sim::metrics::jain(&m.flows)
+            m.jain()
         );
     }
     std::fs::write(out.join("validation.csv"), s).map_err(|e| e.to_string())

@@ -67,7 +67,9 @@ proc finish {} {
     set per {}
     foreach a $mid b $end {
         # ack_ starts at -1: the first segment is number 0.
-        set early [expr {$early + ($a + 1) * $segment * 8.0 / $wstart / 1e6}]
+        if {$wstart > 0} {
+            set early [expr {$early + ($a + 1) * $segment * 8.0 / $wstart / 1e6}]
+        }
         set g [expr {($b - $a) * $segment * 8.0 / ($duration - $wstart) / 1e6}]
         set total [expr {$total + $g}]
         lappend per $g
