@@ -63,3 +63,35 @@ fn ece_reduces_once_per_window_and_cwr_stops_the_echo() {
     let delivered = server.stats().bytes_delivered;
     assert!(delivered > 0);
 }
+
+#[test]
+fn fec_schemes_reduce_by_their_factor_r_once_per_window() {
+    let cfg = Config {
+        initial_window: 10,
+        scheme: tcpfec_proto::Scheme::parse("fec-il-g1-l0-r0.7").unwrap(),
+        ..Config::default()
+    };
+    let mut client = Connection::client(cfg.clone());
+    let mut server = Connection::server(cfg);
+    let mut now = 0;
+    client.write(Bytes::from(vec![7u8; 2_000_000]));
+    for _ in 0..5 {
+        step(&mut client, &mut server, &mut now);
+    }
+    // Every ACK of the next step carries ECE; the first one is processed (slow start adds
+    // one segment) and then triggers the reduction: ssthresh = r · (cwnd + 1).
+    let before = client.cwnd();
+    server.echo_congestion();
+    step(&mut client, &mut server, &mut now);
+    assert_eq!(client.stats().ecn_reductions, 1);
+    assert!(
+        (client.ssthresh() - (before + 1.0) * 0.7).abs() < 1e-9,
+        "ssthresh {} after cwnd {before}, expected x0.7",
+        client.ssthresh()
+    );
+    assert!(client.cwnd() < before);
+    for _ in 0..2 {
+        step(&mut client, &mut server, &mut now);
+    }
+    assert_eq!(client.stats().ecn_reductions, 1, "once per window");
+}
