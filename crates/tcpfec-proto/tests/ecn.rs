@@ -22,12 +22,8 @@ fn step(client: &mut Connection, server: &mut Connection, now: &mut u64) -> usiz
     ece
 }
 
-#[test]
-fn ece_reduces_once_per_window_and_cwr_stops_the_echo() {
-    let cfg = Config {
-        initial_window: 10,
-        ..Config::default()
-    };
+/// A connected pair with a bulk transfer under way for five steps.
+fn warmed_up(cfg: Config) -> (Connection, Connection, u64) {
     let mut client = Connection::client(cfg.clone());
     let mut server = Connection::server(cfg);
     let mut now = 0;
@@ -35,6 +31,15 @@ fn ece_reduces_once_per_window_and_cwr_stops_the_echo() {
     for _ in 0..5 {
         step(&mut client, &mut server, &mut now);
     }
+    (client, server, now)
+}
+
+#[test]
+fn ece_reduces_once_per_window_and_cwr_stops_the_echo() {
+    let (mut client, mut server, mut now) = warmed_up(Config {
+        initial_window: 10,
+        ..Config::default()
+    });
     let before = client.cwnd();
     server.echo_congestion();
     let mut echoed = 0;
@@ -66,18 +71,11 @@ fn ece_reduces_once_per_window_and_cwr_stops_the_echo() {
 
 #[test]
 fn fec_schemes_reduce_by_their_factor_r_once_per_window() {
-    let cfg = Config {
+    let (mut client, mut server, mut now) = warmed_up(Config {
         initial_window: 10,
         scheme: tcpfec_proto::Scheme::parse("fec-il-g1-l0-r0.7").unwrap(),
         ..Config::default()
-    };
-    let mut client = Connection::client(cfg.clone());
-    let mut server = Connection::server(cfg);
-    let mut now = 0;
-    client.write(Bytes::from(vec![7u8; 2_000_000]));
-    for _ in 0..5 {
-        step(&mut client, &mut server, &mut now);
-    }
+    });
     // Every ACK of the next step carries ECE; the first one is processed (slow start adds
     // one segment) and then triggers the reduction: ssthresh = r · (cwnd + 1).
     let before = client.cwnd();

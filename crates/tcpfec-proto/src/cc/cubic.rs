@@ -1,7 +1,7 @@
 //! CUBIC window growth (RFC 9438): W(t) = C (t − K)³ + W_max, β = 0.7, C = 0.4, with the
 //! Reno-friendly region and fast convergence.
 
-use super::{reduced, CongestionControl};
+use super::{reduced, CongestionControl, Window};
 use crate::time::Instant;
 use core::time::Duration;
 
@@ -11,8 +11,7 @@ const BETA: f64 = 0.7;
 /// CUBIC congestion window.
 #[derive(Debug, Clone)]
 pub struct Cubic {
-    cwnd: f64,
-    ssthresh: f64,
+    w: Window,
     w_max: f64,
     k: f64,
     w_est: f64,
@@ -23,8 +22,7 @@ impl Cubic {
     /// Starts in slow start with `initial_window` segments.
     pub fn new(initial_window: u32) -> Self {
         Cubic {
-            cwnd: initial_window.max(1) as f64,
-            ssthresh: f64::MAX,
+            w: Window::initial(initial_window),
             w_max: 0.0,
             k: 0.0,
             w_est: 0.0,
@@ -38,31 +36,28 @@ impl Cubic {
 
     fn reduce(&mut self) {
         // Fast convergence (RFC 9438 §4.7): release bandwidth to newer flows.
-        self.w_max = if self.cwnd < self.w_max {
-            self.cwnd * (1.0 + BETA) / 2.0
+        self.w_max = if self.w.cwnd < self.w_max {
+            self.w.cwnd * (1.0 + BETA) / 2.0
         } else {
-            self.cwnd
+            self.w.cwnd
         };
         self.epoch_start = None;
     }
 }
 
 impl CongestionControl for Cubic {
-    fn cwnd(&self) -> f64 {
-        self.cwnd
+    fn window(&self) -> &Window {
+        &self.w
     }
-    fn ssthresh(&self) -> f64 {
-        self.ssthresh
-    }
-    fn set_cwnd(&mut self, cwnd: f64) {
-        self.cwnd = cwnd.max(1.0);
+    fn window_mut(&mut self) -> &mut Window {
+        &mut self.w
     }
     fn on_ack(&mut self, now: Instant, acked: u64, srtt: Option<Duration>) {
         if acked == 0 {
             return;
         }
-        if self.cwnd < self.ssthresh {
-            self.cwnd += 1.0;
+        if self.w.cwnd < self.w.ssthresh {
+            self.w.cwnd += 1.0;
             return;
         }
         let rtt = srtt.map_or(0.1, |d| d.as_secs_f64());
@@ -71,40 +66,36 @@ impl CongestionControl for Cubic {
             None => {
                 // First ACK of a new congestion-avoidance epoch (RFC 9438 §4.2).
                 self.epoch_start = Some(now);
-                if self.w_max > self.cwnd {
-                    self.k = ((self.w_max - self.cwnd) / C).cbrt();
+                if self.w_max > self.w.cwnd {
+                    self.k = ((self.w_max - self.w.cwnd) / C).cbrt();
                 } else {
-                    self.w_max = self.cwnd;
+                    self.w_max = self.w.cwnd;
                     self.k = 0.0;
                 }
-                self.w_est = self.cwnd;
+                self.w_est = self.w.cwnd;
                 now
             }
         };
         let t = now.saturating_since(epoch).as_secs_f64();
-        let target = self.w_cubic(t + rtt).clamp(self.cwnd, 1.5 * self.cwnd);
+        let target = self.w_cubic(t + rtt).clamp(self.w.cwnd, 1.5 * self.w.cwnd);
         let alpha = 3.0 * (1.0 - BETA) / (1.0 + BETA);
-        self.w_est += alpha * acked as f64 / self.cwnd;
+        self.w_est += alpha * acked as f64 / self.w.cwnd;
         if self.w_cubic(t) < self.w_est {
             // Reno-friendly region: grow at least as fast as AIMD(α, β) would.
-            self.cwnd = self.w_est;
+            self.w.cwnd = self.w_est;
         } else {
-            self.cwnd += (target - self.cwnd) / self.cwnd;
+            self.w.cwnd += (target - self.w.cwnd) / self.w.cwnd;
         }
     }
     fn on_congestion_event(&mut self, _now: Instant, _flight: u64) {
         self.reduce();
-        self.ssthresh = reduced(self.cwnd.round() as u64, BETA);
-        self.cwnd = self.ssthresh;
-    }
-    fn set_window_and_threshold(&mut self, w: f64) {
-        self.cwnd = w.max(1.0);
-        self.ssthresh = w.max(2.0);
+        self.w.ssthresh = reduced(self.w.cwnd.round() as u64, BETA);
+        self.w.cwnd = self.w.ssthresh;
     }
     fn on_timeout(&mut self, _now: Instant, _flight: u64) {
         self.reduce();
-        self.ssthresh = reduced(self.cwnd.round() as u64, BETA);
-        self.cwnd = 1.0;
+        self.w.ssthresh = reduced(self.w.cwnd.round() as u64, BETA);
+        self.w.cwnd = 1.0;
     }
 }
 
@@ -115,8 +106,8 @@ mod tests {
     #[test]
     fn reduces_by_beta_and_regrows_to_w_max_in_k_seconds() {
         let mut c = Cubic::new(2);
-        c.ssthresh = 0.0; // force congestion avoidance
-        c.cwnd = 100.0;
+        c.w.ssthresh = 0.0; // force congestion avoidance
+        c.w.cwnd = 100.0;
         let t0 = Instant::ZERO;
         c.on_congestion_event(t0, 100);
         assert!((c.cwnd() - 70.0).abs() < 1e-9);

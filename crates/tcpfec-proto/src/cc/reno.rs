@@ -1,58 +1,49 @@
 //! Reno window growth: +1 segment per ACK in slow start, +1/cwnd per ACK in congestion
 //! avoidance (as ns-2 and ns-3 count it), halving on congestion.
 
-use super::{reduced, CongestionControl};
+use super::{reduced, CongestionControl, Window};
 use crate::time::Instant;
 use core::time::Duration;
 
 /// AIMD congestion window (RFC 5681).
 #[derive(Debug, Clone)]
 pub struct Reno {
-    cwnd: f64,
-    ssthresh: f64,
+    w: Window,
 }
 
 impl Reno {
     /// Starts in slow start with `initial_window` segments and an unbounded ssthresh.
     pub fn new(initial_window: u32) -> Self {
         Reno {
-            cwnd: initial_window.max(1) as f64,
-            ssthresh: f64::MAX,
+            w: Window::initial(initial_window),
         }
     }
 }
 
 impl CongestionControl for Reno {
-    fn cwnd(&self) -> f64 {
-        self.cwnd
+    fn window(&self) -> &Window {
+        &self.w
     }
-    fn ssthresh(&self) -> f64 {
-        self.ssthresh
-    }
-    fn set_cwnd(&mut self, cwnd: f64) {
-        self.cwnd = cwnd.max(1.0);
+    fn window_mut(&mut self) -> &mut Window {
+        &mut self.w
     }
     fn on_ack(&mut self, _now: Instant, acked: u64, _srtt: Option<Duration>) {
         if acked == 0 {
             return;
         }
-        if self.cwnd < self.ssthresh {
-            self.cwnd += 1.0;
+        if self.w.cwnd < self.w.ssthresh {
+            self.w.cwnd += 1.0;
         } else {
-            self.cwnd += 1.0 / self.cwnd;
+            self.w.cwnd += 1.0 / self.w.cwnd;
         }
     }
     fn on_congestion_event(&mut self, _now: Instant, flight: u64) {
-        self.ssthresh = reduced(flight, 0.5);
-        self.cwnd = self.ssthresh;
-    }
-    fn set_window_and_threshold(&mut self, w: f64) {
-        self.cwnd = w.max(1.0);
-        self.ssthresh = w.max(2.0);
+        self.w.ssthresh = reduced(flight, 0.5);
+        self.w.cwnd = self.w.ssthresh;
     }
     fn on_timeout(&mut self, _now: Instant, flight: u64) {
-        self.ssthresh = reduced(flight, 0.5);
-        self.cwnd = 1.0;
+        self.w.ssthresh = reduced(flight, 0.5);
+        self.w.cwnd = 1.0;
     }
 }
 
