@@ -39,32 +39,9 @@ enum Command {
     Schemes,
     /// Run the validation scenarios in tcpfec, ns-2 and ns-3 and write a comparison report
     /// (normally through validation/run.sh, which installs and builds the references).
-    Validate {
-        /// The ns-2 binary.
-        #[arg(long)]
-        ns2: Option<PathBuf>,
-        /// The compiled validation/ns3/scenario.cc.
-        #[arg(long)]
-        ns3: Option<PathBuf>,
-        /// Directory holding path.tcl and dumbbell.tcl.
-        #[arg(long, default_value = "validation/ns2")]
-        tcl_dir: PathBuf,
-        /// Seeds per point.
-        #[arg(long, default_value_t = 10)]
-        seeds: u64,
-        /// A few points only.
-        #[arg(long)]
-        quick: bool,
-        /// Directory for validation.csv and the figures.
-        #[arg(long, default_value = "docs/validation")]
-        out: PathBuf,
-        /// The markdown report to write.
-        #[arg(long, default_value = "docs/validation.md")]
-        report: PathBuf,
-        /// Re-render the report and figures from an earlier run's validation.csv.
-        #[arg(long, value_name = "CSV")]
-        from_csv: Option<PathBuf>,
-    },
+    /// Run the validation scenarios in tcpfec, ns-2 and ns-3 and write a comparison report
+    /// (normally through validation/run.sh, which installs and builds the references).
+    Validate(validate::Options),
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
     /// Built in: sato-ch3, sato-ch4, sato-ch5. A path to a TOML file works too.
@@ -323,25 +300,7 @@ fn main() -> ExitCode {
             out,
             progress: !quiet && std::io::stderr().is_terminal(),
         }),
-        Command::Validate {
-            ns2,
-            ns3,
-            tcl_dir,
-            seeds,
-            quick,
-            out,
-            report,
-            from_csv,
-        } => validate::run(&validate::Options {
-            ns2,
-            ns3,
-            tcl_dir,
-            seeds,
-            quick,
-            out,
-            report,
-            from_csv,
-        }),
+        Command::Validate(opts) => validate::run(&opts),
         Command::Bench {
             what:
                 BenchWhat::Sim {

@@ -13,23 +13,32 @@ use std::process::Command;
 use tcpfec_proto::Scheme;
 use tcpfec_sim::{LossSpec, Scenario, Start, Topology};
 
-/// Where the reference simulators are and what to run.
+/// Where the reference simulators are and what to run (the `validate` command's flags).
+#[derive(clap::Args)]
 pub struct Options {
-    /// The ns-2 binary (`ns`), if available.
+    /// The ns-2 binary.
+    #[arg(long)]
     pub ns2: Option<PathBuf>,
-    /// The compiled `validation/ns3/scenario.cc`, if available.
+    /// The compiled validation/ns3/scenario.cc.
+    #[arg(long)]
     pub ns3: Option<PathBuf>,
-    /// Directory with `validation/ns2/*.tcl`.
+    /// Directory holding path.tcl and dumbbell.tcl.
+    #[arg(long, default_value = "validation/ns2")]
     pub tcl_dir: PathBuf,
     /// Seeds per point.
+    #[arg(long, default_value_t = 10)]
     pub seeds: u64,
-    /// Fewer points (for a first look).
+    /// A few points only.
+    #[arg(long)]
     pub quick: bool,
-    /// Where CSV files and figures go.
+    /// Directory for validation.csv and the figures.
+    #[arg(long, default_value = "docs/validation")]
     pub out: PathBuf,
     /// The markdown report to write.
+    #[arg(long, default_value = "docs/validation.md")]
     pub report: PathBuf,
-    /// Re-render the report from an earlier run's validation.csv instead of running.
+    /// Re-render the report and figures from an earlier run's validation.csv.
+    #[arg(long, value_name = "CSV")]
     pub from_csv: Option<PathBuf>,
 }
 

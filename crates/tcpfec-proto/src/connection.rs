@@ -286,7 +286,7 @@ impl Connection {
 
     fn on_established_packet(&mut self, now: Instant, p: Packet) {
         if let (Some(info), Some(group)) = (p.repair, p.fec) {
-            self.receiver.on_repair(now, group, info, p.payload);
+            self.receiver.on_repair(group, info, p.payload);
             return;
         }
         let occupies = p.occupies_segment();

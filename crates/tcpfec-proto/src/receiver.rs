@@ -167,33 +167,33 @@ impl Receiver {
             Some(f) if !payload.is_empty() => f.decoder.on_source(seg, fec, &payload),
             _ => None,
         };
-        let arrival = self.accept(now, seg, payload, fin, ts_val);
+        let arrival = self.accept(seg, payload, fin, ts_val);
         if arrival == Arrival::Ignored && seg < self.rcv_nxt {
             self.duplicate_segments += 1;
         }
         self.ack_for(now, arrival, fin);
         self.note_arrival(seg);
         if let Some((s, p)) = rebuilt {
-            self.on_rebuilt(now, s, p);
+            self.on_rebuilt(s, p);
         }
         self.apply_suppression(arrival);
     }
 
     /// Handles a repair packet.
-    pub fn on_repair(&mut self, now: Instant, group: FecGroup, info: RepairInfo, payload: Bytes) {
+    pub fn on_repair(&mut self, group: FecGroup, info: RepairInfo, payload: Bytes) {
         let rcv_nxt = self.rcv_nxt;
         let Some(f) = self.fec.as_mut() else { return };
         if let Some((s, p)) = f.decoder.on_repair(group, info, payload, rcv_nxt) {
-            self.on_rebuilt(now, s, p);
+            self.on_rebuilt(s, p);
         } else if !self.all_gaps_repairable() {
             // Recovery just became impossible: release the withheld duplicate ACKs.
             self.ack_now = true;
         }
     }
 
-    fn on_rebuilt(&mut self, now: Instant, seg: u64, payload: Bytes) {
+    fn on_rebuilt(&mut self, seg: u64, payload: Bytes) {
         let ts = self.ts_recent;
-        let arrival = self.accept(now, seg, payload, false, ts);
+        let arrival = self.accept(seg, payload, false, ts);
         self.note_arrival(seg);
         if arrival != Arrival::Ignored {
             // Deliver the cumulative ACK covering the rebuilt data at once.
@@ -282,15 +282,7 @@ impl Receiver {
     }
 
     /// Stores or delivers a segment.
-    fn accept(
-        &mut self,
-        now: Instant,
-        seg: u64,
-        payload: Bytes,
-        fin: bool,
-        ts_val: u32,
-    ) -> Arrival {
-        let _ = now;
+    fn accept(&mut self, seg: u64, payload: Bytes, fin: bool, ts_val: u32) -> Arrival {
         if seg < self.rcv_nxt || self.fin_delivered {
             return Arrival::Ignored;
         }
@@ -545,7 +537,6 @@ mod tests {
             total: 1,
         };
         r.on_repair(
-            Instant::ZERO,
             FecGroup {
                 first,
                 count: 4,
