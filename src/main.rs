@@ -39,8 +39,6 @@ enum Command {
     Schemes,
     /// Run the validation scenarios in tcpfec, ns-2 and ns-3 and write a comparison report
     /// (normally through validation/run.sh, which installs and builds the references).
-    /// Run the validation scenarios in tcpfec, ns-2 and ns-3 and write a comparison report
-    /// (normally through validation/run.sh, which installs and builds the references).
     Validate(validate::Options),
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
