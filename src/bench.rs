@@ -312,3 +312,96 @@ pub fn detect(ns2: Option<PathBuf>, ns3: Option<PathBuf>) -> References {
         tcl_dir: PathBuf::from("validation/ns2"),
     }
 }
+
+/// `tcpfec bench codes`: encode and decode speed of the erasure codes on 1460-byte packets,
+/// a new loss pattern on every decode. MB/s counts the source payload bytes protected.
+pub fn codes(seconds: f64) -> Result<(), String> {
+    use bytes::Bytes;
+    use tcpfec_proto::fec::rs::RsCache;
+    use tcpfec_proto::fec::xor::XorAccumulator;
+    const PKT: usize = 1460;
+    let payloads = |k: usize| -> Vec<Bytes> {
+        (0..k)
+            .map(|i| {
+                Bytes::from(
+                    (0..PKT)
+                        .map(|j| (i * 31 + j * 7) as u8)
+                        .collect::<Vec<u8>>(),
+                )
+            })
+            .collect()
+    };
+    // Runs `f` repeatedly for about `seconds`; returns calls per second.
+    let rate = |f: &mut dyn FnMut(u64)| {
+        let start = WallClock::now();
+        let mut n = 0u64;
+        while start.elapsed().as_secs_f64() < seconds {
+            for _ in 0..16 {
+                f(n);
+                n += 1;
+            }
+        }
+        n as f64 / start.elapsed().as_secs_f64()
+    };
+    println!("erasure codes on {PKT}-byte packets, single core; MB/s of source data protected");
+    println!("{:<22} {:>14} {:>14}", "code", "encode MB/s", "decode MB/s");
+    for k in [4usize, 16, 64] {
+        let p = payloads(k);
+        let enc = rate(&mut |_| {
+            let mut acc = XorAccumulator::default();
+            for x in &p {
+                acc.add(x);
+            }
+            std::hint::black_box(acc.len_xor());
+        });
+        let mut full = XorAccumulator::default();
+        for x in &p {
+            full.add(x);
+        }
+        let dec = rate(&mut |n| {
+            let lost = (n as usize * 7) % k;
+            let mut acc = XorAccumulator::default();
+            for (i, x) in p.iter().enumerate() {
+                if i != lost {
+                    acc.add(x);
+                }
+            }
+            std::hint::black_box(acc.recover(full.bytes(), full.len_xor()));
+        });
+        let mb = (k * PKT) as f64 / 1e6;
+        println!(
+            "{:<22} {:>14.0} {:>14.0}",
+            format!("XOR k={k}"),
+            enc * mb,
+            dec * mb
+        );
+    }
+    let mut cache = RsCache::default();
+    for (k, m) in [(10usize, 3usize), (20, 3), (100, 10)] {
+        let p = payloads(k);
+        let enc = rate(&mut |_| {
+            std::hint::black_box(cache.encode(&p, m));
+        });
+        let rep: Vec<Option<Bytes>> = cache
+            .encode(&p, m)
+            .ok_or("encode failed")?
+            .into_iter()
+            .map(|r| Some(Bytes::from(r)))
+            .collect();
+        let dec = rate(&mut |n| {
+            // m losses at positions that change with every call.
+            let data: Vec<Option<Bytes>> = (0..k)
+                .map(|i| ((i + n as usize) % k >= m).then(|| p[i].clone()))
+                .collect();
+            std::hint::black_box(cache.decode(&data, &rep));
+        });
+        let mb = (k * PKT) as f64 / 1e6;
+        println!(
+            "{:<22} {:>14.0} {:>14.0}",
+            format!("Reed-Solomon ({k},{m})"),
+            enc * mb,
+            dec * mb
+        );
+    }
+    Ok(())
+}

@@ -2,6 +2,7 @@
 
 mod bench;
 mod demo;
+mod model;
 mod output;
 mod plot;
 mod reproduce;
@@ -59,6 +60,11 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Evaluate closed-form throughput models.
+    Model {
+        #[command(subcommand)]
+        which: ModelWhich,
+    },
     /// Measure speed.
     Bench {
         #[command(subcommand)]
@@ -67,7 +73,36 @@ enum Command {
 }
 
 #[derive(Subcommand)]
+enum ModelWhich {
+    /// Anker's (N,M) TCP-FEC analysis (seed 004, eqs. 10-16, 21-22): TCP, TCP-FEC and
+    /// constant-window SACK throughput, in packets per RTT and Mb/s.
+    Anker {
+        /// Window size W (packets): the maximal window W_m.
+        #[arg(long)]
+        window: u32,
+        /// Packet loss probability, e.g. 2% or 0.02.
+        #[arg(long)]
+        loss: String,
+        /// Round-trip time (for Mb/s and the timeout T0 = 4 RTT).
+        #[arg(long, default_value = "100ms")]
+        rtt: String,
+        /// Block N,M: N data packets and M repair packets.
+        #[arg(long, default_value = "8,1")]
+        block: String,
+        /// Packet size in bytes (for Mb/s).
+        #[arg(long, default_value_t = 1500)]
+        packet_size: u32,
+    },
+}
+
+#[derive(Subcommand)]
 enum BenchWhat {
+    /// Erasure-code speed: XOR and Reed-Solomon encode and decode MB/s.
+    Codes {
+        /// Seconds per measurement.
+        #[arg(long, default_value_t = 0.5)]
+        seconds: f64,
+    },
     /// Simulator wall time, events/s, packets/s and peak memory on two reference scenarios.
     Sim {
         /// Runs per scenario (the best is reported).
@@ -299,6 +334,19 @@ fn main() -> ExitCode {
             progress: !quiet && std::io::stderr().is_terminal(),
         }),
         Command::Validate(opts) => validate::run(&opts),
+        Command::Model {
+            which:
+                ModelWhich::Anker {
+                    window,
+                    loss,
+                    rtt,
+                    block,
+                    packet_size,
+                },
+        } => model::anker(window, &loss, &rtt, &block, packet_size),
+        Command::Bench {
+            what: BenchWhat::Codes { seconds },
+        } => bench::codes(seconds),
         Command::Bench {
             what:
                 BenchWhat::Sim {

@@ -493,19 +493,20 @@ fn point_label(p: Point) -> String {
     }
 }
 
-/// Mathis et al.: MSS/RTT · sqrt(3/(2bp)), Mb/s.
+/// RTT of a path point: 2 × (D + 2 × 1 ms access), seconds.
+fn path_rtt(delay_ms: u32) -> f64 {
+    2.0 * (delay_ms as f64 + 2.0) / 1e3
+}
+
+/// Mathis et al., Mb/s of 1460-byte segments.
 fn mathis(delay_ms: u32, p: f64, b: f64) -> f64 {
-    let rtt = 2.0 * (delay_ms as f64 + 2.0) / 1e3;
-    1460.0 * 8.0 / rtt * (3.0 / (2.0 * b * p)).sqrt() / 1e6
+    tcpfec_sim::models::mathis(p, b) * 1460.0 * 8.0 / path_rtt(delay_ms) / 1e6
 }
 
 /// PFTK with T0 = max(200 ms, RTT) (the RTO on these stable paths), Mb/s.
 fn pftk(delay_ms: u32, p: f64, b: f64) -> f64 {
-    let rtt = 2.0 * (delay_ms as f64 + 2.0) / 1e3;
-    let t0 = rtt.max(0.2);
-    let d = rtt * (2.0 * b * p / 3.0).sqrt()
-        + t0 * (3.0 * (3.0 * b * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
-    1460.0 * 8.0 / d / 1e6
+    let rtt = path_rtt(delay_ms);
+    tcpfec_sim::models::pftk(p, rtt, rtt.max(0.2), b) * 1460.0 * 8.0 / 1e6
 }
 
 fn table(

@@ -37,6 +37,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
     ("fec-static-N", "Sato S2+S4: one XOR repair per N segments, duplicate-ACK suppression (ch. 3 'fec 1/N')"),
     ("fec-fmax-N", "Sato S3+S4: group size min(cwnd-1, N), duplicate-ACK suppression (ch. 4 'fec+fmax N')"),
     ("fec-dup-...", "any of the above without duplicate-ACK suppression (ch. 3 simple FEC; ch. 4 'fec-dup')"),
+    ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno or tahoe"),
     ("fec-il-gG-lL-rR", "Sato S4-S6: G interleaved groups of min(cwnd/G, L) (L=0: no limit), ECN-Echo on recovery with cwnd x R once per window, NewReno base (ch. 5)"),
 ];
 
@@ -88,6 +89,9 @@ impl Scheme {
         }
         if lower.starts_with("fec-") {
             return parse_fec(&lower).map_err(|why| format!("scheme '{name}': {why}"));
+        }
+        if lower.starts_with("anker-") {
+            return parse_anker(&lower).map_err(|why| format!("scheme '{name}': {why}"));
         }
         let known: Vec<&str> = BASELINE_SCHEMES.iter().map(|s| s.0).collect();
         let fec: Vec<&str> = FEC_SCHEMES.iter().map(|s| s.0).collect();
@@ -206,6 +210,50 @@ fn parse_fec(name: &str) -> Result<Scheme, String> {
             policy,
             suppress_dupacks: suppress,
             ecn_factor,
+            repairs: 1,
+        }),
+    })
+}
+
+/// Parses `anker-N-M[-base]`: Anker's (N, M) TCP-FEC (seed 004, A1–A2).
+fn parse_anker(name: &str) -> Result<Scheme, String> {
+    let parts: Vec<&str> = name.split('-').collect();
+    let (n, m, base) = match parts.as_slice() {
+        ["anker", n, m] => (*n, *m, "sack"),
+        ["anker", n, m, base] => (*n, *m, *base),
+        _ => {
+            return Err(
+                "write anker-N-M or anker-N-M-BASE (e.g. anker-8-1, anker-16-2-tahoe)".into(),
+            )
+        }
+    };
+    let n: u16 = number(n, "data packets per block N")?;
+    let m: u8 = number(m, "repair packets per block M")?;
+    if n == 0 || m == 0 || n as usize + m as usize > crate::fec::rs::MAX_SHARDS {
+        return Err("need N >= 1, M >= 1 and N + M <= 256".into());
+    }
+    let recovery = match base {
+        "sack" => Recovery::Sack,
+        "reno" => Recovery::Reno,
+        "newreno" => Recovery::NewReno,
+        "tahoe" => Recovery::Tahoe,
+        other => {
+            return Err(format!(
+                "unknown base '{other}' (sack, reno, newreno, tahoe)"
+            ))
+        }
+    };
+    Ok(Scheme {
+        name: name.to_string(),
+        recovery,
+        cc: CcKind::Reno,
+        fec: Some(FecConfig {
+            policy: GroupPolicy::Static(n),
+            // A2: losses FEC corrects are no congestion signal: no duplicate ACKs for them,
+            // no ECN.
+            suppress_dupacks: true,
+            ecn_factor: None,
+            repairs: m,
         }),
     })
 }

@@ -165,7 +165,7 @@ impl Receiver {
         }
         let rebuilt = match self.fec.as_mut() {
             Some(f) if !payload.is_empty() => f.decoder.on_source(seg, fec, &payload),
-            _ => None,
+            _ => Vec::new(),
         };
         let arrival = self.accept(seg, payload, fin, ts_val);
         if arrival == Arrival::Ignored && seg < self.rcv_nxt {
@@ -173,7 +173,7 @@ impl Receiver {
         }
         self.ack_for(now, arrival, fin);
         self.note_arrival(seg);
-        if let Some((s, p)) = rebuilt {
+        for (s, p) in rebuilt {
             self.on_rebuilt(s, p);
         }
         self.apply_suppression(arrival);
@@ -183,9 +183,12 @@ impl Receiver {
     pub fn on_repair(&mut self, group: FecGroup, info: RepairInfo, payload: Bytes) {
         let rcv_nxt = self.rcv_nxt;
         let Some(f) = self.fec.as_mut() else { return };
-        if let Some((s, p)) = f.decoder.on_repair(group, info, payload, rcv_nxt) {
+        let rebuilt = f.decoder.on_repair(group, info, payload, rcv_nxt);
+        let any = !rebuilt.is_empty();
+        for (s, p) in rebuilt {
             self.on_rebuilt(s, p);
-        } else if !self.all_gaps_repairable() {
+        }
+        if !any && !self.all_gaps_repairable() {
             // Recovery just became impossible: release the withheld duplicate ACKs.
             self.ack_now = true;
         }
@@ -505,6 +508,7 @@ mod tests {
             policy: crate::fec::GroupPolicy::Static(4),
             suppress_dupacks: suppress,
             ecn_factor: Some(0.7),
+            repairs: 1,
         });
         r
     }
@@ -514,6 +518,7 @@ mod tests {
             first,
             count: 4,
             stride: 1,
+            repairs: 1,
         };
         r.on_segment(
             Instant::ZERO,
@@ -541,6 +546,7 @@ mod tests {
                 first,
                 count: 4,
                 stride: 1,
+                repairs: 1,
             },
             info,
             Bytes::copy_from_slice(acc.bytes()),

@@ -114,7 +114,10 @@ impl Sender {
             cwr_pending: false,
             peer_window: u32::MAX,
             rto_deadline: None,
-            fec: cfg.scheme.fec.map(|f| (Encoder::new(f.policy), f)),
+            fec: cfg
+                .scheme
+                .fec
+                .map(|f| (Encoder::new(f.policy, f.repairs), f)),
             repairs_in_flight: VecDeque::new(),
             repairs_sent: 0,
             data_packets_sent: 0,
@@ -216,19 +219,18 @@ impl Sender {
             }
             self.force_retransmit = false;
         }
-        if window_open {
-            if let Some(r) = self.poll_repair() {
-                return Some(Outgoing::Repair(r));
-            }
+        // A group's repairs follow its last member at once, even when that member used the
+        // last of the window: they count in pipe (throttling later data) but never wait
+        // for an ACK — the receiver may be withholding duplicate ACKs until they arrive.
+        if let Some(r) = self.poll_repair() {
+            return Some(Outgoing::Repair(r));
         }
         if !self.has_new_data() {
             // Out of data: close the open groups so the tail is protected too.
             if let Some((enc, _)) = self.fec.as_mut() {
                 if enc.has_open_group() {
                     enc.flush();
-                    if window_open {
-                        return self.poll_repair().map(Outgoing::Repair);
-                    }
+                    return self.poll_repair().map(Outgoing::Repair);
                 }
             }
             return None;

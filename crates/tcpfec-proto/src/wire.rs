@@ -155,6 +155,8 @@ pub struct FecGroup {
     pub count: u16,
     /// Distance between consecutive members (the interleaving depth; 1 = consecutive).
     pub stride: u16,
+    /// Repair packets the group gets (1: XOR; more: Reed-Solomon).
+    pub repairs: u8,
 }
 
 impl FecGroup {
@@ -231,7 +233,7 @@ impl Packet {
             2 + 16 * self.sack.len()
         };
         let mss = if self.mss.is_some() { 4 } else { 0 };
-        let fec = if self.fec.is_some() { 14 } else { 0 };
+        let fec = if self.fec.is_some() { 15 } else { 0 };
         let repair = if self.repair.is_some() { 6 } else { 0 };
         sack + mss + fec + repair
     }
@@ -278,11 +280,12 @@ impl Packet {
         }
         if let Some(g) = self.fec {
             out[at] = OPT_FEC_GROUP;
-            out[at + 1] = 12;
+            out[at + 1] = 13;
             out[at + 2..at + 10].copy_from_slice(&g.first.to_be_bytes());
             out[at + 10..at + 12].copy_from_slice(&g.count.to_be_bytes());
             out[at + 12..at + 14].copy_from_slice(&g.stride.to_be_bytes());
-            at += 14;
+            out[at + 14] = g.repairs;
+            at += 15;
         }
         if let Some(r) = self.repair {
             out[at] = OPT_REPAIR;
@@ -413,7 +416,7 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                 }
             }
             OPT_FEC_GROUP => {
-                if len != 12 || p.fec.is_some() {
+                if len != 13 || p.fec.is_some() {
                     return Err(WireError::BadOption(
                         "FEC group option length or repetition",
                     ));
@@ -421,8 +424,11 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                 let first = u64::from_be_bytes(body[..8].try_into().unwrap());
                 let count = u16::from_be_bytes([body[8], body[9]]);
                 let stride = u16::from_be_bytes([body[10], body[11]]);
-                if count == 0 || stride == 0 {
-                    return Err(WireError::BadOption("FEC group with zero count or stride"));
+                let repairs = body[12];
+                if count == 0 || stride == 0 || repairs == 0 {
+                    return Err(WireError::BadOption(
+                        "FEC group with zero count, stride or repairs",
+                    ));
                 }
                 if first
                     .checked_add((count as u64 - 1) * stride as u64)
@@ -434,6 +440,7 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                     first,
                     count,
                     stride,
+                    repairs,
                 });
             }
             OPT_REPAIR => {
@@ -479,6 +486,7 @@ mod tests {
                 first: 100,
                 count: 8,
                 stride: 2,
+                repairs: 1,
             }),
             repair: None,
             payload: Bytes::from_static(b"hello"),
@@ -538,7 +546,7 @@ mod tests {
         assert_eq!(Packet::parse(&b), Err(WireError::TrailingBytes));
         let mut b = good;
         // First SACK block start (after the 4-byte MSS option and 2-byte SACK header).
-        let at = FIXED_HEADER_LEN + 4 + 14 + 2;
+        let at = FIXED_HEADER_LEN + 4 + 15 + 2;
         b[at..at + 8].copy_from_slice(&100u64.to_be_bytes());
         assert!(matches!(Packet::parse(&b), Err(WireError::BadOption(_))));
     }

@@ -51,6 +51,7 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                     fec: fec
                         .or(repair.map(|_| (0, 1, 1)))
                         .map(|(first, count, stride)| FecGroup {
+                            repairs: 1,
                             first,
                             count,
                             stride,

@@ -5,6 +5,7 @@ pub mod event;
 pub mod link;
 pub mod loss;
 pub mod metrics;
+pub mod models;
 pub mod rng;
 pub mod scenario;
 pub mod sim;

@@ -35,7 +35,7 @@ fn assert_exact(sc: &Scenario, what: &str) {
     );
 }
 
-const SCHEMES: [&str; 9] = [
+const SCHEMES: [&str; 11] = [
     "tahoe",
     "reno",
     "newreno",
@@ -45,6 +45,8 @@ const SCHEMES: [&str; 9] = [
     "fec-dup-cwnd",
     "fec-static-3",
     "fec-il-g3-l30-r0.7",
+    "anker-16-2",
+    "anker-5-3-tahoe",
 ];
 
 #[test]
@@ -115,5 +117,29 @@ fn fec_rebuilds_segments_and_counts_them() {
     assert!(
         (redundancy - 1.0 / 6.0).abs() < 0.02,
         "redundancy {redundancy}"
+    );
+}
+
+#[test]
+fn reed_solomon_rebuilds_several_losses_per_block() {
+    // (16,2) blocks at 3 % loss: blocks with two losses are common and must be rebuilt.
+    let sc = transfer(
+        "anker-16-2",
+        LossSpec::Bernoulli { p: 0.03 },
+        LossSpec::None,
+        3_000_000,
+    );
+    let r = run(&sc);
+    assert_eq!(r.corrupt_bytes, 0);
+    assert_eq!(r.incomplete_flows, 0);
+    assert!(
+        r.recovered_packets > 40,
+        "recovered {}",
+        r.recovered_packets
+    );
+    assert!(
+        (r.redundancy_rate - 2.0 / 18.0).abs() < 0.02,
+        "redundancy {}",
+        r.redundancy_rate
     );
 }

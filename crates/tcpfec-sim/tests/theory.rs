@@ -4,14 +4,6 @@ use core::time::Duration;
 use tcpfec_proto::Scheme;
 use tcpfec_sim::{run, LossSpec, Scenario, HEADER_BYTES};
 
-/// PFTK "full model" (Padhye et al., 2000; seed 004 eq. 15 with the original 2bp/3 term),
-/// in packets per second, without the receiver-window cap.
-fn pftk(p: f64, rtt: f64, t0: f64, b: f64) -> f64 {
-    let denom = rtt * (2.0 * b * p / 3.0).sqrt()
-        + t0 * (3.0 * (3.0 * b * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
-    1.0 / denom
-}
-
 /// A single Reno flow with random loss stays within a factor band of PFTK.
 ///
 /// The band [0.65, 1.35] is fixed in advance from what PFTK's own validation shows: its
@@ -39,7 +31,7 @@ fn reno_goodput_follows_pftk() {
             let f = &r.flows[0];
             let rtt = f.mean_rtt_ms.unwrap() / 1e3;
             let t0 = f.final_rto_ms / 1e3;
-            let model_pps = pftk(p, rtt, t0, 1.0);
+            let model_pps = tcpfec_sim::models::pftk(p, rtt, t0, 1.0);
             let payload = (sc.packet_size - HEADER_BYTES) as f64;
             let model_mbps = model_pps * payload * 8.0 / 1e6;
             let ratio = f.goodput_mbps / model_mbps;

@@ -2,6 +2,7 @@
 //! missing member when the repair packet is there; answers whether a gap can still be
 //! repaired (for duplicate-ACK suppression, S4).
 
+use super::rs::RsCache;
 use super::xor::XorAccumulator;
 use crate::wire::{FecGroup, RepairInfo};
 use bytes::Bytes;
@@ -10,27 +11,41 @@ use std::collections::BTreeMap;
 /// Groups whose first member lies this many groups back are still searched for members.
 const MEMBER_SEARCH_DEPTH: usize = 64;
 
+/// What a group keeps of its received members.
+#[derive(Debug)]
+enum Received {
+    /// XOR: the running XOR of the members received.
+    Xor(XorAccumulator),
+    /// Reed-Solomon: the members themselves.
+    Rs(Vec<Option<Bytes>>),
+}
+
 #[derive(Debug)]
 struct GroupRx {
     group: FecGroup,
     received: Vec<u64>,
     n_received: u32,
-    acc: XorAccumulator,
-    repair: Option<(Bytes, u16)>,
-    /// The repair's member count is authoritative (a flushed group is shorter).
-    count_final: bool,
+    data: Received,
+    /// Repair payloads by index (XOR: one, with its length XOR).
+    repairs: Vec<Option<(Bytes, u16)>>,
+    n_repairs: u32,
     failed_counted: bool,
 }
 
 impl GroupRx {
     fn new(group: FecGroup) -> Self {
+        let data = if group.repairs <= 1 {
+            Received::Xor(XorAccumulator::default())
+        } else {
+            Received::Rs(vec![None; group.count as usize])
+        };
         GroupRx {
             group,
             received: vec![0; (group.count as usize).div_ceil(64)],
             n_received: 0,
-            acc: XorAccumulator::default(),
-            repair: None,
-            count_final: false,
+            data,
+            repairs: vec![None; group.repairs.max(1) as usize],
+            n_repairs: 0,
             failed_counted: false,
         }
     }
@@ -52,6 +67,25 @@ impl GroupRx {
             .filter(|&i| !self.has(i))
             .count() as u32
     }
+
+    fn add_member(&mut self, i: usize, payload: &Bytes) {
+        self.received[i / 64] |= 1 << (i % 64);
+        self.n_received += 1;
+        match &mut self.data {
+            Received::Xor(acc) => acc.add(payload),
+            Received::Rs(v) => v[i] = Some(payload.clone()),
+        }
+    }
+
+    /// Shrinks the group to the member count a repair announces (a flushed group).
+    fn truncate(&mut self, count: u16) {
+        if count < self.group.count {
+            self.group.count = count;
+            if let Received::Rs(v) = &mut self.data {
+                v.truncate(count as usize);
+            }
+        }
+    }
 }
 
 /// What the decoder counts.
@@ -66,8 +100,12 @@ pub(crate) struct DecoderStats {
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
     groups: BTreeMap<u64, GroupRx>,
+    rs: RsCache,
     pub stats: DecoderStats,
 }
+
+/// Segments rebuilt by one call: (segment number, payload).
+pub(crate) type Rebuilt = Vec<(u64, Bytes)>;
 
 impl Decoder {
     fn find_member(&mut self, seg: u64) -> Option<(u64, usize)> {
@@ -79,13 +117,8 @@ impl Decoder {
     }
 
     /// A source segment arrived (original or retransmission; `fec` is its group option, if
-    /// it carried one). Returns a segment rebuilt thanks to it, if any.
-    pub fn on_source(
-        &mut self,
-        seg: u64,
-        fec: Option<FecGroup>,
-        payload: &Bytes,
-    ) -> Option<(u64, Bytes)> {
+    /// it carried one). Returns the segments rebuilt thanks to it.
+    pub fn on_source(&mut self, seg: u64, fec: Option<FecGroup>, payload: &Bytes) -> Rebuilt {
         if let Some(g) = fec {
             if g.index_of(seg).is_some() {
                 self.groups
@@ -93,14 +126,14 @@ impl Decoder {
                     .or_insert_with(|| GroupRx::new(g));
             }
         }
-        let (key, i) = self.find_member(seg)?;
+        let Some((key, i)) = self.find_member(seg) else {
+            return Vec::new();
+        };
         let g = self.groups.get_mut(&key).expect("found");
         if g.has(i) {
-            return None;
+            return Vec::new();
         }
-        g.received[i / 64] |= 1 << (i % 64);
-        g.n_received += 1;
-        g.acc.add(payload);
+        g.add_member(i, payload);
         self.try_decode(key)
     }
 
@@ -111,71 +144,92 @@ impl Decoder {
         info: RepairInfo,
         payload: Bytes,
         rcv_nxt: u64,
-    ) -> Option<(u64, Bytes)> {
+    ) -> Rebuilt {
         self.stats.repairs_received += 1;
         if group.last() < rcv_nxt && !self.groups.contains_key(&group.first) {
             self.stats.repairs_unneeded += 1; // everything it protects has arrived already
-            return None;
+            return Vec::new();
         }
         let g = self
             .groups
             .entry(group.first)
             .or_insert_with(|| GroupRx::new(group));
-        if group.count < g.group.count {
-            g.group.count = group.count;
+        g.truncate(group.count);
+        let idx = info.index as usize;
+        if idx >= g.repairs.len() || g.repairs[idx].is_some() {
+            return Vec::new();
         }
-        g.count_final = true;
-        if g.repair.is_some() {
-            return None;
-        }
-        g.repair = Some((payload, info.len_xor));
+        g.repairs[idx] = Some((payload, info.len_xor));
+        g.n_repairs += 1;
         if g.missing() == 0 {
             self.stats.repairs_unneeded += 1;
-            self.groups.remove(&group.first);
-            return None;
+            if g.n_repairs as usize == g.repairs.len() {
+                self.groups.remove(&group.first);
+            }
+            return Vec::new();
         }
         self.try_decode(group.first)
     }
 
-    fn try_decode(&mut self, key: u64) -> Option<(u64, Bytes)> {
-        let g = self.groups.get_mut(&key)?;
-        let (repair, len_xor) = g.repair.as_ref()?;
-        match g.missing() {
-            0 => {
-                self.groups.remove(&key);
-                None
+    fn try_decode(&mut self, key: u64) -> Rebuilt {
+        let Some(g) = self.groups.get_mut(&key) else {
+            return Vec::new();
+        };
+        let missing = g.missing();
+        if missing == 0 || g.n_repairs == 0 {
+            return Vec::new();
+        }
+        if missing > g.n_repairs {
+            if missing > g.group.repairs as u32 && !g.failed_counted {
+                g.failed_counted = true;
+                self.stats.unrecoverable_groups += 1;
             }
-            1 => {
+            return Vec::new();
+        }
+        let rebuilt: Rebuilt = match &g.data {
+            Received::Xor(acc) => {
+                let (repair, len_xor) = g.repairs[0].as_ref().expect("one repair present");
                 let i = (0..g.group.count as usize)
                     .find(|&i| !g.has(i))
                     .expect("one missing");
                 let seg = g.group.first + i as u64 * g.group.stride as u64;
-                let payload = Bytes::from(g.acc.recover(repair, *len_xor));
-                self.stats.recovered += 1;
-                self.groups.remove(&key);
-                Some((seg, payload))
+                vec![(seg, Bytes::from(acc.recover(repair, *len_xor)))]
             }
-            _ => {
-                if !g.failed_counted {
-                    g.failed_counted = true;
-                    self.stats.unrecoverable_groups += 1;
+            Received::Rs(data) => {
+                let repairs: Vec<Option<Bytes>> = g
+                    .repairs
+                    .iter()
+                    .map(|r| r.as_ref().map(|r| r.0.clone()))
+                    .collect();
+                match self.rs.decode(data, &repairs) {
+                    Some(v) => v
+                        .into_iter()
+                        .map(|(i, p)| (g.group.first + i as u64 * g.group.stride as u64, p))
+                        .collect(),
+                    None => return Vec::new(),
                 }
-                None
             }
-        }
+        };
+        self.stats.recovered += rebuilt.len() as u64;
+        self.groups.remove(&key);
+        rebuilt
     }
 
     /// Can the gap at segment `seg` still be repaired by FEC, given that `highest` is the
     /// highest segment received? No when the segment is in no known group, when its group
-    /// misses another member, or when the group's repair should have arrived (a segment
-    /// sent after it has) but did not.
+    /// misses more members than it has repairs, or when the group's repairs should have
+    /// arrived (a segment sent after them has) but too few did.
     pub fn gap_repairable(&mut self, seg: u64, highest: u64) -> bool {
         let Some((key, _)) = self.find_member(seg) else {
             return false;
         };
         let g = self.groups.get_mut(&key).expect("found");
-        let repairable =
-            g.missing_up_to(highest) < 2 && (g.repair.is_some() || highest <= g.group.last());
+        let missing = g.missing_up_to(highest);
+        let repairable = if highest > g.group.last() {
+            missing <= g.n_repairs
+        } else {
+            missing <= g.group.repairs as u32
+        };
         if !repairable && !g.failed_counted {
             g.failed_counted = true;
             self.stats.unrecoverable_groups += 1;
@@ -201,6 +255,7 @@ mod tests {
 
     fn group(first: u64, count: u16) -> FecGroup {
         FecGroup {
+            repairs: 1,
             first,
             count,
             stride: 1,
@@ -235,12 +290,12 @@ mod tests {
         d.on_source(12, Some(g), &payload(12));
         assert!(d.gap_repairable(11, 12));
         // 11 and 13 missing: the repair alone cannot help.
-        assert!(d.on_repair(g, info, rep, 10).is_none());
+        assert!(d.on_repair(g, info, rep, 10).is_empty());
         assert_eq!(d.stats.unrecoverable_groups, 1);
         assert!(!d.gap_repairable(11, 13));
         // A retransmission of 13 (no group option) leaves one missing: rebuilt now.
         let got = d.on_source(13, None, &payload(13));
-        assert_eq!(got, Some((11, payload(11))));
+        assert_eq!(got, vec![(11, payload(11))]);
         assert_eq!(d.stats.recovered, 1);
     }
 
@@ -252,7 +307,7 @@ mod tests {
         for s in 0..3 {
             d.on_source(s, Some(g), &payload(s));
         }
-        assert!(d.on_repair(g, info, rep, 3).is_none());
+        assert!(d.on_repair(g, info, rep, 3).is_empty());
         assert_eq!(d.stats.repairs_unneeded, 1);
         assert_eq!(d.stats.recovered, 0);
     }

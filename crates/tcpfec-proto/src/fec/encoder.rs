@@ -1,7 +1,8 @@
-//! Sender side: assigns each newly sent segment to a group and produces the repair packet
+//! Sender side: assigns each newly sent segment to a group and produces the repair packets
 //! when the group is complete (or when the sender runs out of data).
 
 use super::policy::GroupPolicy;
+use super::rs::{RsCache, MAX_SHARDS};
 use super::xor::XorAccumulator;
 use crate::wire::{FecGroup, RepairInfo};
 use bytes::Bytes;
@@ -15,13 +16,45 @@ pub(crate) struct RepairOut {
     pub payload: Bytes,
 }
 
+/// What a group keeps until it is closed: a running XOR (one repair) or the payloads
+/// themselves (Reed-Solomon, several repairs; `Bytes` clones share the memory).
+#[derive(Debug, Clone)]
+enum GroupData {
+    Xor(XorAccumulator),
+    Rs(Vec<Bytes>),
+}
+
+impl GroupData {
+    fn new(repairs: u8) -> Self {
+        if repairs <= 1 {
+            GroupData::Xor(XorAccumulator::default())
+        } else {
+            GroupData::Rs(Vec::new())
+        }
+    }
+
+    fn add(&mut self, payload: &Bytes) {
+        match self {
+            GroupData::Xor(acc) => acc.add(payload),
+            GroupData::Rs(v) => v.push(payload.clone()),
+        }
+    }
+
+    fn members(&self) -> usize {
+        match self {
+            GroupData::Xor(acc) => acc.members() as usize,
+            GroupData::Rs(v) => v.len(),
+        }
+    }
+}
+
 /// `groups` interleaved groups opened together over segments `[base, base + groups·count)`.
 #[derive(Debug)]
 struct Block {
     base: u64,
     count: u16,
     groups: u16,
-    acc: Vec<XorAccumulator>,
+    data: Vec<GroupData>,
     closed: Vec<bool>,
 }
 
@@ -34,18 +67,23 @@ impl Block {
 #[derive(Debug)]
 pub(crate) struct Encoder {
     policy: GroupPolicy,
+    repairs: u8,
     block: Option<Block>,
     ready: VecDeque<RepairOut>,
     last_group_size: u16,
+    rs: RsCache,
 }
 
 impl Encoder {
-    pub fn new(policy: GroupPolicy) -> Self {
+    /// An encoder making `repairs` repair packets per group (1: XOR, more: Reed-Solomon).
+    pub fn new(policy: GroupPolicy, repairs: u8) -> Self {
         Encoder {
             policy,
+            repairs: repairs.max(1),
             block: None,
             ready: VecDeque::new(),
             last_group_size: 0,
+            rs: RsCache::default(),
         }
     }
 
@@ -55,58 +93,95 @@ impl Encoder {
     }
 
     /// Adds a first transmission of segment `seg`; returns the group it belongs to.
-    pub fn add(&mut self, seg: u64, payload: &[u8], cwnd: f64) -> FecGroup {
+    pub fn add(&mut self, seg: u64, payload: &Bytes, cwnd: f64) -> FecGroup {
         if self
             .block
             .as_ref()
             .is_none_or(|b| seg >= b.end() || seg < b.base)
         {
             self.flush();
-            let (count, groups) = self.policy.shape(cwnd);
+            let (mut count, groups) = self.policy.shape(cwnd);
+            if self.repairs > 1 {
+                // A Reed-Solomon group has at most 255 data + repair packets.
+                count = count.min((MAX_SHARDS - self.repairs as usize) as u16);
+            }
             self.last_group_size = count;
             self.block = Some(Block {
                 base: seg,
                 count,
                 groups,
-                acc: vec![XorAccumulator::default(); groups as usize],
+                data: vec![GroupData::new(self.repairs); groups as usize],
                 closed: vec![false; groups as usize],
             });
         }
+        let repairs = self.repairs;
         let b = self.block.as_mut().expect("just opened");
         let off = seg - b.base;
         let j = (off % b.groups as u64) as usize;
         let k = off / b.groups as u64;
-        b.acc[j].add(payload);
+        b.data[j].add(payload);
         let group = FecGroup {
             first: b.base + j as u64,
             count: b.count,
             stride: b.groups,
+            repairs,
         };
         if k + 1 == b.count as u64 {
             b.closed[j] = true;
-            let acc = std::mem::take(&mut b.acc[j]);
-            self.ready.push_back(repair_of(group, &acc));
+            let data = std::mem::replace(&mut b.data[j], GroupData::new(repairs));
             if b.closed.iter().all(|&c| c) {
                 self.block = None;
             }
+            self.emit(group, &data);
         }
         group
     }
 
+    fn emit(&mut self, group: FecGroup, data: &GroupData) {
+        match data {
+            GroupData::Xor(acc) => self.ready.push_back(RepairOut {
+                group,
+                info: RepairInfo {
+                    len_xor: acc.len_xor(),
+                    index: 0,
+                    total: 1,
+                },
+                payload: Bytes::copy_from_slice(acc.bytes()),
+            }),
+            GroupData::Rs(payloads) => {
+                let m = group.repairs as usize;
+                if let Some(parity) = self.rs.encode(payloads, m) {
+                    for (i, shard) in parity.into_iter().enumerate() {
+                        self.ready.push_back(RepairOut {
+                            group,
+                            info: RepairInfo {
+                                len_xor: 0,
+                                index: i as u8,
+                                total: m as u8,
+                            },
+                            payload: Bytes::from(shard),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
     /// Closes every open group early (the sender has no more data to send now), so the
-    /// tail of a transfer is protected too. The repair names the true member count.
+    /// tail of a transfer is protected too. The repairs name the true member count.
     pub fn flush(&mut self) {
         let Some(b) = self.block.take() else { return };
-        for (j, acc) in b.acc.iter().enumerate() {
-            if b.closed[j] || acc.members() == 0 {
+        for (j, data) in b.data.iter().enumerate() {
+            if b.closed[j] || data.members() == 0 {
                 continue;
             }
             let group = FecGroup {
                 first: b.base + j as u64,
-                count: acc.members() as u16,
+                count: data.members() as u16,
                 stride: b.groups,
+                repairs: self.repairs,
             };
-            self.ready.push_back(repair_of(group, acc));
+            self.emit(group, data);
         }
     }
 
@@ -121,38 +196,34 @@ impl Encoder {
     }
 }
 
-fn repair_of(group: FecGroup, acc: &XorAccumulator) -> RepairOut {
-    RepairOut {
-        group,
-        info: RepairInfo {
-            len_xor: acc.len_xor(),
-            index: 0,
-            total: 1,
-        },
-        payload: Bytes::copy_from_slice(acc.bytes()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn b(v: &[u8]) -> Bytes {
+        Bytes::copy_from_slice(v)
+    }
+
     #[test]
     fn interleaved_members_go_round_robin_and_each_group_gets_a_repair() {
-        let mut e = Encoder::new(GroupPolicy::Interleave {
-            groups: 3,
-            limit: 2,
-        });
+        let mut e = Encoder::new(
+            GroupPolicy::Interleave {
+                groups: 3,
+                limit: 2,
+            },
+            1,
+        );
         let mut groups = vec![];
         for seg in 0..6u64 {
-            groups.push(e.add(seg, &[seg as u8; 4], 100.0));
+            groups.push(e.add(seg, &b(&[seg as u8; 4]), 100.0));
         }
         assert_eq!(
             groups[0],
             FecGroup {
                 first: 0,
                 count: 2,
-                stride: 3
+                stride: 3,
+                repairs: 1
             }
         );
         assert_eq!(groups[1].first, 1);
@@ -166,13 +237,29 @@ mod tests {
 
     #[test]
     fn flush_closes_partial_groups_with_their_true_count() {
-        let mut e = Encoder::new(GroupPolicy::Static(10));
-        e.add(0, b"abc", 20.0);
-        e.add(1, b"de", 20.0);
+        let mut e = Encoder::new(GroupPolicy::Static(10), 1);
+        e.add(0, &b(b"abc"), 20.0);
+        e.add(1, &b(b"de"), 20.0);
         assert!(e.pop_ready().is_none());
         e.flush();
         let r = e.pop_ready().unwrap();
         assert_eq!(r.group.count, 2);
         assert_eq!(r.info.len_xor, 3 ^ 2);
+    }
+
+    #[test]
+    fn reed_solomon_groups_get_m_repairs() {
+        let mut e = Encoder::new(GroupPolicy::Static(8), 2);
+        for seg in 0..8u64 {
+            e.add(seg, &b(&[seg as u8; 30]), 20.0);
+        }
+        let repairs: Vec<RepairOut> = std::iter::from_fn(|| e.pop_ready()).collect();
+        assert_eq!(repairs.len(), 2);
+        assert_eq!((repairs[1].info.index, repairs[1].info.total), (1, 2));
+        assert_eq!(
+            repairs[0].payload.len(),
+            32,
+            "30 + 2 bytes of length parity"
+        );
     }
 }

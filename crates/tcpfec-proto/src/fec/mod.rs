@@ -4,6 +4,7 @@
 mod decoder;
 mod encoder;
 pub mod policy;
+pub mod rs;
 pub mod xor;
 
 pub(crate) use decoder::Decoder;

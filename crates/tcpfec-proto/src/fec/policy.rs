@@ -54,6 +54,8 @@ pub struct FecConfig {
     /// S5: on recovery the receiver sets ECN-Echo and the sender multiplies cwnd by this
     /// factor (at most once per window). `None`: recovered losses are not signalled.
     pub ecn_factor: Option<f64>,
+    /// Repair packets per group: 1 = XOR, M > 1 = Reed-Solomon (K+M, K).
+    pub repairs: u8,
 }
 
 #[cfg(test)]

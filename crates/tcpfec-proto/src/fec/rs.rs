@@ -1,0 +1,210 @@
+//! Reed-Solomon (K+M, K) over GF(2^8) for groups of up to 255 packets (SPEC T1, A1), using
+//! the `reed-solomon-erasure` crate (SIMD kernels). Shards are the payloads zero-padded to
+//! the longest (no copy when all have the same length, the common case); the payload
+//! lengths are coded by the same code as 2-byte shards whose parity rides at the end of
+//! each repair packet, so a rebuilt member has its exact length.
+
+use bytes::Bytes;
+use reed_solomon_erasure::galois_8::ReedSolomon;
+
+/// Most packets (data + repair) in one Reed-Solomon group.
+pub const MAX_SHARDS: usize = 256;
+
+/// Built codecs by (data shards, parity shards): building one inverts nothing but does
+/// allocate matrices, so groups of the same shape share one.
+#[derive(Default)]
+pub struct RsCache {
+    codecs: Vec<((usize, usize), ReedSolomon)>,
+}
+
+impl core::fmt::Debug for RsCache {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "RsCache({} codecs)", self.codecs.len())
+    }
+}
+
+impl RsCache {
+    fn get(&mut self, k: usize, m: usize) -> Option<&ReedSolomon> {
+        if k == 0 || m == 0 || k + m > MAX_SHARDS {
+            return None;
+        }
+        if let Some(i) = self.codecs.iter().position(|(s, _)| *s == (k, m)) {
+            return Some(&self.codecs[i].1);
+        }
+        if self.codecs.len() >= 16 {
+            self.codecs.remove(0);
+        }
+        let codec = ReedSolomon::new(k, m).ok()?;
+        self.codecs.push(((k, m), codec));
+        self.codecs.last().map(|(_, c)| c)
+    }
+
+    /// The `m` repair packets of `payloads` (each: parity shard + 2 bytes of length
+    /// parity); `None` if the shape is not codable.
+    pub fn encode(&mut self, payloads: &[Bytes], m: usize) -> Option<Vec<Vec<u8>>> {
+        let k = payloads.len();
+        let len = payloads.iter().map(|p| p.len()).max()?;
+        let mut parity = vec![vec![0u8; len]; m];
+        let codec = self.get(k, m)?;
+        if payloads.iter().all(|p| p.len() == len) {
+            codec.encode_sep(payloads, &mut parity).ok()?;
+        } else {
+            let padded: Vec<Vec<u8>> = payloads.iter().map(|p| padded(p, len)).collect();
+            codec.encode_sep(&padded, &mut parity).ok()?;
+        }
+        let lens: Vec<[u8; 2]> = payloads
+            .iter()
+            .map(|p| (p.len() as u16).to_be_bytes())
+            .collect();
+        let mut len_parity = vec![[0u8; 2]; m];
+        codec.encode_sep(&lens, &mut len_parity).ok()?;
+        for (shard, lp) in parity.iter_mut().zip(&len_parity) {
+            shard.extend_from_slice(lp);
+        }
+        Some(parity)
+    }
+
+    /// Rebuilds missing data payloads from any `k` of the `k + m` packets. `data[i]` is
+    /// member i's payload if received; `repairs[j]` repair packet j if received. Returns the
+    /// rebuilt members as (index, payload), or `None` if too few packets arrived.
+    pub fn decode(
+        &mut self,
+        data: &[Option<Bytes>],
+        repairs: &[Option<Bytes>],
+    ) -> Option<Vec<(usize, Bytes)>> {
+        let (k, m) = (data.len(), repairs.len());
+        let have = data.iter().chain(repairs).filter(|s| s.is_some()).count();
+        if have < k {
+            return None;
+        }
+        let len = repairs
+            .iter()
+            .flatten()
+            .map(|r| r.len())
+            .max()?
+            .checked_sub(2)?;
+        let mut shards: Vec<Option<Vec<u8>>> = data
+            .iter()
+            .map(|d| d.as_ref().map(|p| padded(p, len)))
+            .chain(
+                repairs
+                    .iter()
+                    .map(|r| r.as_ref().map(|r| r[..len].to_vec())),
+            )
+            .collect();
+        let mut lens: Vec<Option<Vec<u8>>> = data
+            .iter()
+            .map(|d| d.as_ref().map(|p| (p.len() as u16).to_be_bytes().to_vec()))
+            .chain(
+                repairs
+                    .iter()
+                    .map(|r| r.as_ref().map(|r| r[len..].to_vec())),
+            )
+            .collect();
+        let codec = self.get(k, m)?;
+        codec.reconstruct_data(&mut shards).ok()?;
+        codec.reconstruct_data(&mut lens).ok()?;
+        let mut out = Vec::new();
+        for (i, d) in data.iter().enumerate() {
+            if d.is_none() {
+                let l = lens[i].as_ref()?;
+                let n = u16::from_be_bytes([l[0], l[1]]) as usize;
+                let shard = shards[i].as_ref()?;
+                out.push((i, Bytes::copy_from_slice(shard.get(..n)?)));
+            }
+        }
+        Some(out)
+    }
+}
+
+fn padded(payload: &[u8], len: usize) -> Vec<u8> {
+    let mut s = Vec::with_capacity(len);
+    s.extend_from_slice(payload);
+    s.resize(len, 0);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payloads(k: usize, seed: u64) -> Vec<Bytes> {
+        let mut x = seed | 1;
+        (0..k)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let len = 1 + (x % 1400) as usize;
+                Bytes::from((0..len).map(|i| (x >> (i % 56)) as u8).collect::<Vec<u8>>())
+            })
+            .collect()
+    }
+
+    /// Any K of K+M packets rebuild every member byte-exactly (every loss pattern of up to
+    /// M members for small groups, random patterns for K = 100).
+    #[test]
+    fn any_k_of_k_plus_m_recover() {
+        let mut c = RsCache::default();
+        for (k, m) in [(4usize, 2usize), (8, 1), (16, 2), (5, 3)] {
+            let p = payloads(k, k as u64 * 7 + m as u64);
+            let rep: Vec<Bytes> = c
+                .encode(&p, m)
+                .unwrap()
+                .into_iter()
+                .map(Bytes::from)
+                .collect();
+            // Lose data members a < b (and, if m > 2, the first repair too when 3 losses fit).
+            for a in 0..k {
+                for b in a..k {
+                    let lost = if a == b { 1 } else { 2 };
+                    if lost > m {
+                        continue;
+                    }
+                    let data: Vec<Option<Bytes>> = (0..k)
+                        .map(|i| (i != a && i != b).then(|| p[i].clone()))
+                        .collect();
+                    let repairs: Vec<Option<Bytes>> = rep.iter().cloned().map(Some).collect();
+                    let got = c.decode(&data, &repairs).unwrap();
+                    for (i, payload) in got {
+                        assert_eq!(payload, p[i], "k={k} m={m} lost {a},{b}");
+                    }
+                }
+            }
+        }
+        // K = 100, M = 10: lose 10 members spread over the group.
+        let p = payloads(100, 99);
+        let rep: Vec<Bytes> = c
+            .encode(&p, 10)
+            .unwrap()
+            .into_iter()
+            .map(Bytes::from)
+            .collect();
+        let data: Vec<Option<Bytes>> = (0..100)
+            .map(|i| (i % 10 != 3).then(|| p[i].clone()))
+            .collect();
+        let got = c
+            .decode(&data, &rep.iter().cloned().map(Some).collect::<Vec<_>>())
+            .unwrap();
+        assert_eq!(got.len(), 10);
+        for (i, payload) in got {
+            assert_eq!(payload, p[i]);
+        }
+    }
+
+    #[test]
+    fn too_few_shards_decode_nothing() {
+        let mut c = RsCache::default();
+        let p = payloads(6, 3);
+        let rep: Vec<Bytes> = c
+            .encode(&p, 2)
+            .unwrap()
+            .into_iter()
+            .map(Bytes::from)
+            .collect();
+        let data: Vec<Option<Bytes>> = (0..6).map(|i| (i > 2).then(|| p[i].clone())).collect();
+        assert!(c
+            .decode(&data, &rep.iter().cloned().map(Some).collect::<Vec<_>>())
+            .is_none());
+    }
+}
