@@ -221,22 +221,10 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
                 })
             }
             "packet-size" => sc.packet_size = field(a, parse_count(v))?,
-            "loss" => {
-                let p = field(a, parse_probability(v))?;
-                sc.loss = if p == 0.0 {
-                    LossSpec::None
-                } else {
-                    LossSpec::Bernoulli { p }
-                };
-            }
+            "loss" => sc.loss = LossSpec::bernoulli(field(a, parse_probability(v))?),
             "ge" => sc.loss = field(a, LossSpec::parse_ge(v))?,
             "loss-reverse" => {
-                let p = field(a, parse_probability(v))?;
-                sc.reverse_loss = if p == 0.0 {
-                    LossSpec::None
-                } else {
-                    LossSpec::Bernoulli { p }
-                };
+                sc.reverse_loss = LossSpec::bernoulli(field(a, parse_probability(v))?)
             }
             "ge-reverse" => sc.reverse_loss = field(a, LossSpec::parse_ge(v))?,
             "delayed-ack" => sc.delayed_ack = field(a, parse_on_off(v))?,

@@ -198,11 +198,7 @@ fn path_scenario(delay_ms: u32, loss: f64, delack: bool, scheme: &str, seed: u64
     Scenario {
         scheme: Scheme::parse(scheme).expect("built-in"),
         delay: Duration::from_millis(delay_ms as u64),
-        loss: if loss > 0.0 {
-            LossSpec::Bernoulli { p: loss }
-        } else {
-            LossSpec::None
-        },
+        loss: LossSpec::bernoulli(loss),
         delayed_ack: delack,
         seed,
         ..Scenario::default()

@@ -411,10 +411,20 @@ impl Receiver {
     pub fn peek_ack(&self) -> AckFields {
         let used = self.held_bytes + self.ready_bytes;
         let mut sack = SackBlocks::default();
-        if self.sack_enabled && !self.runs.is_empty() {
-            let mut order: Vec<&Run> = self.runs.iter().collect();
-            order.sort_unstable_by_key(|r| core::cmp::Reverse(r.touched));
-            for r in order.into_iter().take(self.max_sack_blocks) {
+        if self.sack_enabled {
+            // Most recently touched runs first (RFC 2018), chosen without sorting or
+            // allocating: this runs for every ACK. `touched` stamps are unique.
+            let mut below = u64::MAX;
+            for _ in 0..self.max_sack_blocks {
+                let Some(r) = self
+                    .runs
+                    .iter()
+                    .filter(|r| r.touched < below)
+                    .max_by_key(|r| r.touched)
+                else {
+                    break;
+                };
+                below = r.touched;
                 sack.push(SackBlock {
                     start: r.start,
                     end: r.end,

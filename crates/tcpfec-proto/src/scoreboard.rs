@@ -132,11 +132,12 @@ impl Scoreboard {
     }
 
     fn sack_run(&mut self, start: u64, end: u64) -> usize {
-        // Walk the known runs to find the parts of [start, end) not yet SACKed.
+        // Walk the known runs and mark only the parts of [start, end) not yet SACKed
+        // (no allocation: this runs for every block of every ACK).
         let mut newly = 0;
         let mut cursor = start;
-        let mut fresh: Vec<(u64, u64)> = Vec::new();
-        for &(rs, re) in &self.sacked_runs {
+        for r in 0..self.sacked_runs.len() {
+            let (rs, re) = self.sacked_runs[r];
             if re <= cursor {
                 continue;
             }
@@ -144,7 +145,7 @@ impl Scoreboard {
                 break;
             }
             if rs > cursor {
-                fresh.push((cursor, rs));
+                newly += self.mark_sacked(cursor, rs);
             }
             cursor = cursor.max(re);
             if cursor >= end {
@@ -152,35 +153,38 @@ impl Scoreboard {
             }
         }
         if cursor < end {
-            fresh.push((cursor, end));
+            newly += self.mark_sacked(cursor, end);
         }
-        if fresh.is_empty() {
-            return 0;
+        if newly > 0 {
+            self.insert_run(start, end);
         }
-        for (fs, fe) in fresh {
-            for seg in fs..fe {
-                let i = (seg - self.una) as usize;
-                let s = &mut self.segs[i];
-                if s.sacked {
-                    continue;
-                }
-                if s.lost {
-                    self.lost -= 1;
-                    if s.retransmitted {
-                        self.retrans_out -= 1;
-                    }
-                }
-                s.sacked = true;
-                s.lost = false;
-                s.retransmitted = false;
-                self.sacked += 1;
-                if i < self.scan {
-                    self.sacked_below_scan += 1;
-                }
-                newly += 1;
+        newly
+    }
+
+    /// Marks segments `[from, to)` SACKed, keeping the counters; returns how many changed.
+    fn mark_sacked(&mut self, from: u64, to: u64) -> usize {
+        let mut newly = 0;
+        for seg in from..to {
+            let i = (seg - self.una) as usize;
+            let s = &mut self.segs[i];
+            if s.sacked {
+                continue;
             }
+            if s.lost {
+                self.lost -= 1;
+                if s.retransmitted {
+                    self.retrans_out -= 1;
+                }
+            }
+            s.sacked = true;
+            s.lost = false;
+            s.retransmitted = false;
+            self.sacked += 1;
+            if i < self.scan {
+                self.sacked_below_scan += 1;
+            }
+            newly += 1;
         }
-        self.insert_run(start, end);
         newly
     }
 

@@ -29,6 +29,15 @@ pub enum LossSpec {
 }
 
 impl LossSpec {
+    /// Independent loss with probability `p` (no model at all when `p` is 0).
+    pub fn bernoulli(p: f64) -> LossSpec {
+        if p == 0.0 {
+            LossSpec::None
+        } else {
+            LossSpec::Bernoulli { p }
+        }
+    }
+
     /// Parses `p,r,h,k` for Gilbert–Elliott (each a fraction or a percentage; `:` may
     /// separate them too).
     pub fn parse_ge(s: &str) -> Result<LossSpec, String> {
