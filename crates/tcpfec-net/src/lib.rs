@@ -1,0 +1,29 @@
+//! tcpfec-net: the tcpfec engine on real UDP sockets.
+//!
+//! An [`Endpoint`] owns one UDP socket and multiplexes connections by connection id; each
+//! connection is a [`Stream`] (`AsyncRead` + `AsyncWrite`). Connections open with a
+//! stateless cookie round and a Noise handshake keyed by a pre-shared key; every data
+//! packet is sealed with AEAD under an explicit packet number and checked against a replay
+//! window. On top: file transfer ([`transfer`]), port forwarding ([`tunnel`]) and an
+//! impairment relay ([`relay`]). `docs/net.md` describes the formats.
+
+pub mod clock;
+mod conn;
+pub mod cookie;
+pub mod crypto;
+pub mod endpoint;
+pub mod envelope;
+pub mod error;
+pub mod key;
+pub mod pacer;
+pub mod params;
+pub mod replay;
+mod sockopt;
+pub mod stats;
+pub mod stream;
+
+pub use endpoint::{Endpoint, EndpointConfig, DEFAULT_MSS};
+pub use error::NetError;
+pub use key::Psk;
+pub use stats::EndpointStats;
+pub use stream::Stream;
