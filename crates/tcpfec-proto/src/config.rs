@@ -37,7 +37,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
     ("fec-static-N", "Sato S2+S4: one XOR repair per N segments, duplicate-ACK suppression (ch. 3 'fec 1/N')"),
     ("fec-fmax-N", "Sato S3+S4: group size min(cwnd-1, N), duplicate-ACK suppression (ch. 4 'fec+fmax N')"),
     ("fec-dup-...", "any of the above without duplicate-ACK suppression (ch. 3 simple FEC; ch. 4 'fec-dup')"),
-    ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno or tahoe"),
+    ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe or cubic (SACK recovery, CUBIC window)"),
     ("fec-il-gG-lL-rR", "Sato S4-S6: G interleaved groups of min(cwnd/G, L) (L=0: no limit), ECN-Echo on recovery with cwnd x R once per window, NewReno base (ch. 5)"),
 ];
 
@@ -232,21 +232,24 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
     if n == 0 || m == 0 || n as usize + m as usize > crate::fec::rs::MAX_SHARDS {
         return Err("need N >= 1, M >= 1 and N + M <= 256".into());
     }
-    let recovery = match base {
-        "sack" => Recovery::Sack,
-        "reno" => Recovery::Reno,
-        "newreno" => Recovery::NewReno,
-        "tahoe" => Recovery::Tahoe,
+    let (recovery, cc) = match base {
+        "sack" => (Recovery::Sack, CcKind::Reno),
+        "reno" => (Recovery::Reno, CcKind::Reno),
+        "newreno" => (Recovery::NewReno, CcKind::Reno),
+        "tahoe" => (Recovery::Tahoe, CcKind::Reno),
+        // CUBIC window growth with SACK recovery, as the `cubic` baseline: regrows a large
+        // window in far fewer round trips after an uncorrectable loss.
+        "cubic" => (Recovery::Sack, CcKind::Cubic),
         other => {
             return Err(format!(
-                "unknown base '{other}' (sack, reno, newreno, tahoe)"
+                "unknown base '{other}' (sack, reno, newreno, tahoe, cubic)"
             ))
         }
     };
     Ok(Scheme {
         name: name.to_string(),
         recovery,
-        cc: CcKind::Reno,
+        cc,
         fec: Some(FecConfig {
             policy: GroupPolicy::Static(n),
             // A2: losses FEC corrects are no congestion signal: no duplicate ACKs for them,
@@ -261,6 +264,16 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn anker_with_a_cubic_base() {
+        let s = Scheme::parse("anker-16-3-cubic").unwrap();
+        assert_eq!(s.cc, CcKind::Cubic);
+        assert_eq!(s.recovery, Recovery::Sack);
+        assert_eq!(s.fec.unwrap().repairs, 3);
+        assert_eq!(Scheme::parse("anker-16-3").unwrap().cc, CcKind::Reno);
+        assert!(Scheme::parse("anker-16-3-vegas").is_err());
+    }
 
     #[test]
     fn fec_scheme_names_parse() {
