@@ -1,21 +1,12 @@
 //! Streams over real UDP on loopback: bytes arrive intact, with and without encryption.
 
+mod common;
+
+use common::{data, Endpoint};
 use std::time::Duration;
-use tcpfec_net::{Endpoint, EndpointConfig, Psk};
+use tcpfec_net::{EndpointConfig, Psk};
 use tcpfec_proto::Scheme;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn data(len: usize) -> Vec<u8> {
-    let mut x = 0x9e3779b97f4a7c15u64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 async fn transfer(key: Option<Psk>, scheme: &str, len: usize) {
     let cfg = EndpointConfig::new(key, Scheme::parse(scheme).unwrap());
@@ -23,7 +14,7 @@ async fn transfer(key: Option<Psk>, scheme: &str, len: usize) {
         .await
         .unwrap();
     let addr = server.local_addr().unwrap();
-    let payload = data(len);
+    let payload = data(len, 1);
     let expect = payload.clone();
     let srv = tokio::spawn(async move {
         let mut s = server.accept().await.unwrap();
