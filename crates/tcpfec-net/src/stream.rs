@@ -34,12 +34,16 @@ impl Stream {
 
     /// The engine's counters for this connection (sent, retransmitted, repairs, recovered…).
     pub fn stats(&self) -> Stats {
-        let st = self.shared.lock();
-        st.conns
-            .get(&self.id)
-            .and_then(|c| c.engine.as_ref())
-            .map(|e| e.stats())
-            .unwrap_or_default()
+        self.watch().stats()
+    }
+
+    /// A handle that reads this connection's counters while the stream is busy elsewhere
+    /// (for progress displays).
+    pub fn watch(&self) -> Watch {
+        Watch {
+            shared: self.shared.clone(),
+            id: self.id,
+        }
     }
 
     /// The error the connection ended with, if any.
@@ -66,6 +70,30 @@ impl Stream {
         }
         drop(st);
         self.shared.notify.notify_one();
+    }
+}
+
+/// Reads one connection's counters from outside its [`Stream`].
+#[derive(Clone)]
+pub struct Watch {
+    shared: Arc<Shared>,
+    id: u32,
+}
+
+impl Watch {
+    /// The engine's counters (zero once the connection is gone).
+    pub fn stats(&self) -> Stats {
+        let st = self.shared.lock();
+        st.conns
+            .get(&self.id)
+            .and_then(|c| c.engine.as_ref())
+            .map(|e| e.stats())
+            .unwrap_or_default()
+    }
+
+    /// Endpoint-wide counters (drops by reason).
+    pub fn endpoint(&self) -> crate::stats::EndpointStats {
+        self.shared.lock().stats
     }
 }
 
