@@ -148,7 +148,7 @@ async fn relay_run(
     rtt: Duration,
     loss: f64,
     secs: f64,
-) -> Result<(f64, u64), String> {
+) -> Result<(f64, u64, tcpfec_proto::Stats), String> {
     let key = Psk::generate();
     let cfg = EndpointConfig::new(Some(key), Scheme::parse(scheme)?);
     let srv = Endpoint::bind(any(), cfg.clone(), true)
@@ -198,6 +198,7 @@ async fn relay_run(
         .connect(relay.local_addr())
         .await
         .map_err(|e| e.to_string())?;
+    let watch = s.watch();
     let sender = tokio::spawn(async move {
         let chunk = vec![0xa5u8; 1 << 16];
         while s.write_all(&chunk).await.is_ok() {}
@@ -207,10 +208,11 @@ async fn relay_run(
     let b0 = count.load(Ordering::Relaxed);
     tokio::time::sleep(Duration::from_secs_f64(secs - warm)).await;
     let b1 = count.load(Ordering::Relaxed);
+    let sent = watch.stats();
     sender.abort();
     receiver.abort();
     let mbps = (b1 - b0) as f64 * 8.0 / (secs - warm) / 1e6;
-    Ok((mbps, recovered.load(Ordering::Relaxed)))
+    Ok((mbps, recovered.load(Ordering::Relaxed), sent))
 }
 
 fn relayed(a: &NetBenchArgs) -> Result<(), String> {
@@ -242,8 +244,8 @@ fn relayed(a: &NetBenchArgs) -> Result<(), String> {
             a.seconds
         );
         println!(
-            "{:<18} {:>6} {:>12} {:>10} {:>14}",
-            "scheme", "loss", "goodput", "recovered", "of C(1-p)"
+            "{:<18} {:>6} {:>12} {:>10} {:>8} {:>5} {:>14}",
+            "scheme", "loss", "goodput", "recovered", "FR", "RTO", "of C(1-p)"
         );
     }
     // C: the best loss-free goodput seen (measured first when 0 is in the list).
@@ -252,7 +254,7 @@ fn relayed(a: &NetBenchArgs) -> Result<(), String> {
     order.sort_by(|x, y| x.partial_cmp(y).expect("finite"));
     for &p in &order {
         for s in &schemes {
-            let (mbps, rec) = rt.block_on(relay_run(s, rate, rtt, p, a.seconds))?;
+            let (mbps, rec, st) = rt.block_on(relay_run(s, rate, rtt, p, a.seconds))?;
             if p == 0.0 {
                 capacity = Some(capacity.map_or(mbps, |c: f64| c.max(mbps)));
             }
@@ -260,15 +262,17 @@ fn relayed(a: &NetBenchArgs) -> Result<(), String> {
             if a.json {
                 println!(
                     "{}",
-                    json!({"bench": "relay", "scheme": s, "loss": p, "rate_bps": rate, "rtt_ms": rtt.as_secs_f64() * 1e3, "goodput_mbps": mbps, "recovered": rec, "share_of_capacity": share})
+                    json!({"bench": "relay", "scheme": s, "loss": p, "rate_bps": rate, "rtt_ms": rtt.as_secs_f64() * 1e3, "goodput_mbps": mbps, "recovered": rec, "fast_recoveries": st.fast_recoveries, "timeouts": st.timeouts, "share_of_capacity": share})
                 );
             } else {
                 println!(
-                    "{:<18} {:>5.1}% {:>7.2} Mb/s {:>10} {:>14}",
+                    "{:<18} {:>5.1}% {:>7.2} Mb/s {:>10} {:>8} {:>5} {:>14}",
                     s,
                     p * 100.0,
                     mbps,
                     rec,
+                    st.fast_recoveries,
+                    st.timeouts,
                     share.map_or("-".into(), |x| format!("{:.0}%", x * 100.0))
                 );
             }

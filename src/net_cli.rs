@@ -76,9 +76,10 @@ pub struct KeygenArgs {
 
 /// `tcpfec send`.
 #[derive(Args)]
+#[command(override_usage = "tcpfec send [OPTIONS] <FILE>... <ADDR>")]
 pub struct SendArgs {
     /// Files to send, then the receiver's address (HOST:PORT).
-    #[arg(required = true, num_args = 2.., value_name = "FILE... ADDR")]
+    #[arg(required = true, num_args = 2.., value_name = "FILE|ADDR")]
     args: Vec<String>,
     #[command(flatten)]
     security: Security,

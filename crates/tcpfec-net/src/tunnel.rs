@@ -49,6 +49,8 @@ pub async fn serve(endpoint: Arc<Endpoint>, target: String, stats: Arc<TunnelSta
                     serve_udp(stream, &target).await
                 }
                 Ok(_) => Err(io::Error::other("unknown tunnel stream kind")),
+                // A client checking reachability and key opens and closes a stream.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(()),
                 Err(e) => Err(e),
             };
             if r.is_err() {
