@@ -10,6 +10,7 @@ use crate::cookie::CookieJar;
 use crate::crypto::{self, Sealer};
 use crate::envelope::{self, Envelope, RejectReason};
 use crate::error::NetError;
+use crate::gso;
 use crate::key::Psk;
 use crate::params::{ClientParams, ServerParams};
 use crate::stats::EndpointStats;
@@ -243,6 +244,7 @@ impl Drop for Endpoint {
 async fn drive(shared: Arc<Shared>) {
     let mut buf = vec![0u8; 65_536];
     let mut batch: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+    let mut run = Vec::with_capacity(gso::MAX_TOTAL);
     loop {
         let (deadline, done, accepted, accept_tx) = {
             let mut st = shared.lock();
@@ -260,10 +262,8 @@ async fn drive(shared: Arc<Shared>) {
                 let _ = tx.send(Stream::new(shared.clone(), id, peer));
             }
         }
-        for (to, d) in batch.drain(..) {
-            // A send error (unreachable host, full buffer) is a lost packet to the engine.
-            let _ = shared.socket.send_to(&d, to).await;
-        }
+        send_batch(&shared.socket, &batch, &mut run).await;
+        batch.clear();
         if done {
             return;
         }
@@ -289,6 +289,44 @@ async fn drive(shared: Arc<Shared>) {
             _ = tokio::time::sleep_until(sleep_to) => {}
             _ = shared.notify.notified() => {}
         }
+    }
+}
+
+/// Sends a batch of datagrams, joining runs of equal-sized ones for the same peer into
+/// segmented sends where the OS offers them. A send error (unreachable host, full buffer)
+/// is a lost packet to the engine, not an error of the endpoint.
+async fn send_batch(socket: &UdpSocket, batch: &[(SocketAddr, Vec<u8>)], run: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < batch.len() {
+        let (to, first) = (&batch[i].0, &batch[i].1);
+        let seg = first.len();
+        let mut j = i + 1;
+        let mut total = seg;
+        if gso::enabled() {
+            while j < batch.len()
+                && j - i < gso::MAX_SEGMENTS
+                && batch[j].0 == *to
+                && batch[j].1.len() <= seg
+                && total + batch[j].1.len() <= gso::MAX_TOTAL
+            {
+                let short = batch[j].1.len() < seg;
+                total += batch[j].1.len();
+                j += 1;
+                if short {
+                    break; // only the last segment of a run may be shorter
+                }
+            }
+        }
+        if j - i == 1 {
+            let _ = socket.send_to(first, *to).await;
+        } else {
+            run.clear();
+            for (_, d) in &batch[i..j] {
+                run.extend_from_slice(d);
+            }
+            let _ = gso::send_run(socket, *to, run, seg).await;
+        }
+        i = j;
     }
 }
 

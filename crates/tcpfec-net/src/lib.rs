@@ -14,6 +14,7 @@ pub mod crypto;
 pub mod endpoint;
 pub mod envelope;
 pub mod error;
+mod gso;
 pub mod key;
 pub mod pacer;
 pub mod params;
