@@ -52,18 +52,21 @@ async fn through_relay(loss: LossSpec) {
     let mut got = Vec::new();
     s.read_to_end(&mut got).await.unwrap();
     let secs = start.elapsed().as_secs_f64();
+    let tx = s.stats();
     let (n, rx) = receiver.await.unwrap();
     assert_eq!(n, LEN);
     assert_eq!(got.as_slice(), want.as_bytes(), "hash mismatch");
     let f = path.forward.snapshot();
     eprintln!(
-        "{:?}: {LEN} bytes in {secs:.1} s = {:.1} Mb/s; relay lost {} overflow {} of {}; receiver recovered {}",
+        "{:?}: {LEN} bytes in {secs:.1} s = {:.1} Mb/s; relay lost {} overflow {} of {}; receiver recovered {}; sender: {} fast recoveries, {} timeouts",
         loss,
         LEN as f64 * 8.0 / secs / 1e6,
         f.lost,
         f.overflow,
         f.received,
-        rx.recovered
+        rx.recovered,
+        tx.fast_recoveries,
+        tx.timeouts
     );
     assert!(f.lost > 0, "the relay must have dropped packets");
 }
