@@ -190,39 +190,43 @@ impl Conn {
         true
     }
 
-    /// A data packet for this connection.
+    /// A data packet for this connection. Returns true if it carried data that did not
+    /// advance the in-order stream (a gap: the answer is a duplicate ACK or a SACK update,
+    /// which must go out before the next datagram is read).
     pub(crate) fn on_data(
         &mut self,
         now: Instant,
         pn: u64,
         body: &[u8],
         stats: &mut EndpointStats,
-    ) {
+    ) -> bool {
         let (Phase::Open, Some(engine), Some(sealer)) =
             (&self.phase, self.engine.as_mut(), self.sealer.as_ref())
         else {
             stats.unexpected += 1;
-            return;
+            return false;
         };
         if body.len() > MAX_BODY {
             stats.malformed += 1;
-            return;
+            return false;
         }
         if !self.replay.check(pn) {
             stats.replayed += 1;
-            return;
+            return false;
         }
         let mut plain = [0u8; MAX_BODY];
         let Some(n) = sealer.open(pn, body, &mut plain) else {
             stats.auth_failed += 1;
-            return;
+            return false;
         };
         self.replay.mark(pn);
         self.last_recv = now;
         self.packets_in += 1;
+        let before = engine.readable();
         if n > 0 && engine.handle_datagram(now, &plain[..n]).is_err() {
             stats.bad_inner += 1;
         }
+        n > crate::pacer::UNPACED_MAX && engine.readable() == before
     }
 
     fn seal(&mut self, plain: &[u8]) -> Vec<u8> {

@@ -400,7 +400,12 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
             });
         }
         Envelope::Data { dst_id, pn, body } => {
-            let State { conns, stats, .. } = st;
+            let State {
+                conns,
+                stats,
+                outbox,
+                ..
+            } = st;
             let Some(c) = conns.get_mut(&dst_id) else {
                 stats.unknown_conn += 1;
                 return;
@@ -409,7 +414,13 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
                 stats.wrong_source += 1;
                 return;
             }
-            c.on_data(now, pn, body, stats);
+            // In-order data may be acknowledged once per batch of datagrams (a cumulative
+            // ACK loses nothing). Data past a gap is answered before the next datagram is
+            // read: the sender's loss detection counts duplicate ACKs, and one ACK per
+            // batch would hide losses until a timeout.
+            if c.on_data(now, pn, body, stats) {
+                let _ = c.poll(shared, now, outbox, stats);
+            }
         }
     }
 }
