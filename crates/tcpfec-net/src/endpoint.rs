@@ -61,6 +61,12 @@ impl EndpointConfig {
                 // RFC 6928's initial window: a real path is worth probing faster than the
                 // papers' 2 segments.
                 initial_window: 10,
+                // RFC 6298's RTO is SRTT + max(G, 4·RTTVAR). On a steady path RTTVAR decays
+                // to almost nothing, and a real host delays ACKs by milliseconds (a busy
+                // CPU, batching): with G = 1 ms every such hiccup fires a spurious timeout.
+                // A 200 ms floor on the variance term is what Linux effectively applies
+                // (its minimum RTO bounds the RTTVAR term, not the sum).
+                clock_granularity: Duration::from_millis(200),
                 ..Config::default()
             },
         }
