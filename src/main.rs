@@ -43,7 +43,7 @@ enum Command {
     Validate(validate::Options),
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
-    /// Built in: sato-ch3, sato-ch4, sato-ch5. A path to a TOML file works too.
+    /// Built in: sato-ch3, sato-ch4, sato-ch5, anker. A path to a TOML file works too.
     Reproduce {
         /// Experiment id or TOML file.
         experiment: String,
@@ -197,6 +197,9 @@ struct SimArgs {
     /// Start time of every flow, or A..B for uniformly random starts [default: 0s].
     #[arg(long, allow_hyphen_values = true)]
     start: Option<String>,
+    /// Receiver window in packets, the most a flow can have in flight [default: unlimited].
+    #[arg(long, allow_hyphen_values = true)]
+    max_window: Option<String>,
     /// First seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -252,6 +255,7 @@ impl SimArgs {
             ("window", &self.window),
             ("transfer", &self.transfer),
             ("start", &self.start),
+            ("max-window", &self.max_window),
         ];
         for (axis, value) in given {
             if let Some(v) = value {

@@ -38,6 +38,7 @@ pub fn run_json(o: &Outcome) -> Value {
     m.insert("incomplete_flows".into(), json!(r.incomplete_flows));
     m.insert("jain_fairness".into(), json!(r.jain_fairness));
     m.insert("data_packets".into(), json!(r.data_packets));
+    m.insert("packets_total".into(), json!(r.packets_total));
     m.insert("events".into(), json!(r.events));
     m.insert("wall_s".into(), json!(o.wall_s));
     Value::Object(m)
@@ -67,6 +68,7 @@ fn csv_columns(first: &Outcome) -> Vec<String> {
         "incomplete_flows",
         "jain_fairness",
         "data_packets",
+        "packets_total",
         "events",
         "wall_s",
     ] {

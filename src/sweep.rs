@@ -30,6 +30,7 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("window", None),
     ("transfer", None),
     ("start", Some("0s")),
+    ("max-window", None),
 ];
 
 /// Values given for each axis (a list each), before expansion.
@@ -247,6 +248,7 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
                     }
                 }
             }
+            "max-window" => sc.max_window = Some(field(a, parse_count(v))?),
             _ => return Err(format!("unknown setting '{axis}'")),
         }
     }

@@ -211,6 +211,7 @@ fn parse_fec(name: &str) -> Result<Scheme, String> {
             suppress_dupacks: suppress,
             ecn_factor,
             repairs: 1,
+            flush_at_flight_end: false,
         }),
     })
 }
@@ -254,6 +255,8 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
             suppress_dupacks: true,
             ecn_factor: None,
             repairs: m,
+            // A1: the sender may send "fewer error correcting packets at the window end".
+            flush_at_flight_end: true,
         }),
     })
 }

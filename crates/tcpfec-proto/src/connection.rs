@@ -451,9 +451,7 @@ impl Connection {
                 }
             }
             State::Established => {
-                if self.sender.timeout().is_some_and(|d| d <= now) {
-                    self.sender.on_timeout(now);
-                }
+                self.sender.on_timer(now);
                 if self.linger_deadline.is_some_and(|d| d <= now) {
                     self.state = State::Closed;
                 }

@@ -519,6 +519,7 @@ mod tests {
             suppress_dupacks: suppress,
             ecn_factor: Some(0.7),
             repairs: 1,
+            flush_at_flight_end: false,
         });
         r
     }

@@ -74,6 +74,8 @@ pub(crate) struct Sender {
     /// Last member of each group whose repair is in flight: a repair counts against the
     /// window until the cumulative ACK passes its group.
     repairs_in_flight: VecDeque<u64>,
+    /// When to close the open FEC groups of a stalled flight (see `flush_at_flight_end`).
+    flush_deadline: Option<Instant>,
     pub repairs_sent: u64,
     pub data_packets_sent: u64,
     pub retransmissions: u64,
@@ -119,6 +121,7 @@ impl Sender {
                 .fec
                 .map(|f| (Encoder::new(f.policy, f.repairs), f)),
             repairs_in_flight: VecDeque::new(),
+            flush_deadline: None,
             repairs_sent: 0,
             data_packets_sent: 0,
             retransmissions: 0,
@@ -192,8 +195,25 @@ impl Sender {
         self.fec.as_ref().map_or(0, |(e, _)| e.group_size())
     }
 
+    /// The earliest of the retransmission timer and the flight-end flush timer.
     pub fn timeout(&self) -> Option<Instant> {
-        self.rto_deadline
+        match (self.rto_deadline, self.flush_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Handles whichever timers are due at `now`.
+    pub fn on_timer(&mut self, now: Instant) {
+        if self.flush_deadline.is_some_and(|d| d <= now) {
+            self.flush_deadline = None;
+            if let Some((enc, _)) = self.fec.as_mut() {
+                enc.flush();
+            }
+        }
+        if self.rto_deadline.is_some_and(|d| d <= now) {
+            self.on_timeout(now);
+        }
     }
 
     fn arm_rto(&mut self, now: Instant) {
@@ -236,6 +256,7 @@ impl Sender {
             return None;
         }
         if !(window_open || self.force_probe) {
+            self.arm_flush(now);
             return None;
         }
         let next_len = self.unsent.front().map_or(0, |b| b.len().min(self.mss));
@@ -243,6 +264,7 @@ impl Sender {
             if self.sb.outstanding() == 0 && self.rto_deadline.is_none() {
                 self.arm_rto(now); // persist: probe the closed window when it fires
             }
+            self.arm_flush(now);
             return None;
         }
         self.force_probe = false;
@@ -268,6 +290,17 @@ impl Sender {
             cwr,
             fec,
         }))
+    }
+
+    /// The sender is blocked by a window: if no ACK comes for half a round trip, the open
+    /// groups will be closed early (see `FecConfig::flush_at_flight_end`).
+    fn arm_flush(&mut self, now: Instant) {
+        if let Some((enc, f)) = self.fec.as_ref() {
+            if f.flush_at_flight_end && enc.has_open_group() && self.flush_deadline.is_none() {
+                let wait = self.rtt.srtt().unwrap_or(self.rtt.rto()) / 2;
+                self.flush_deadline = Some(now + wait);
+            }
+        }
     }
 
     fn poll_repair(&mut self) -> Option<RepairOut> {
@@ -338,6 +371,8 @@ impl Sender {
         if a.ack > self.sb.nxt() {
             return; // acknowledges data never sent: ignore
         }
+        // The ACK clock is running: the flight has not stalled.
+        self.flush_deadline = None;
         self.peer_window = a.window;
         if self.sack {
             self.sb.apply_sack(a.sack);
@@ -485,8 +520,9 @@ impl Sender {
     }
 
     /// The retransmission timer fired (the caller checked the deadline).
-    pub fn on_timeout(&mut self, now: Instant) {
+    fn on_timeout(&mut self, now: Instant) {
         self.rto_deadline = None;
+        self.flush_deadline = None;
         if self.sb.outstanding() == 0 {
             if self.has_new_data() {
                 self.force_probe = true; // persist probe into a closed window

@@ -77,6 +77,9 @@ pub struct RunResult {
     pub events: u64,
     /// Data packets sent by all senders over the whole run.
     pub data_packets: u64,
+    /// Every packet both ends of all flows sent over the whole run: data, repair, ACK and
+    /// control packets (Anker's overhead ratio, Fig. 5).
+    pub packets_total: u64,
     /// Bytes that differed from what was written (only counted with data verification).
     pub corrupt_bytes: u64,
     /// Time series of each flow's cwnd in segments: (seconds, cwnd).

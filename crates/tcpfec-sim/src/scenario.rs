@@ -101,6 +101,8 @@ pub struct Scenario {
     /// Check every delivered byte against what was written (costs a compare per byte).
     #[serde(skip)]
     pub verify_data: bool,
+    /// Receiver window in packets (Anker's W_m); `None` never limits a flow.
+    pub max_window: Option<u32>,
 }
 
 fn scheme_name<S: serde::Serializer>(s: &Scheme, ser: S) -> Result<S::Ok, S::Error> {
@@ -134,6 +136,7 @@ impl Default for Scenario {
             seed: 1,
             cwnd_sample: None,
             verify_data: false,
+            max_window: None,
         }
     }
 }
@@ -187,7 +190,9 @@ impl Scenario {
             scheme: self.scheme.clone(),
             // Large enough never to limit a simulated flow; payloads are shared, not copied.
             send_buffer: 64 << 20,
-            recv_window: 256 << 20,
+            recv_window: self
+                .max_window
+                .map_or(256 << 20, |w| w.saturating_mul(self.mss() as u32)),
             syn_retries: 12,
             ..Config::default()
         }

@@ -96,6 +96,7 @@ struct Simulator<'a> {
     endpoints: Vec<Endpoint>,
     flows: Vec<FlowState>,
     events: u64,
+    packets_total: u64,
 }
 
 impl<'a> Simulator<'a> {
@@ -155,6 +156,7 @@ impl<'a> Simulator<'a> {
             endpoints,
             flows,
             events: 0,
+            packets_total: 0,
         }
     }
 
@@ -264,6 +266,7 @@ impl<'a> Simulator<'a> {
         let peer = ep ^ 1;
         let peer_node = self.endpoints[peer as usize].node;
         while let Some(packet) = self.endpoints[ep as usize].conn.poll_packet(now) {
+            self.packets_total += 1;
             let data = packet.occupies_segment();
             let size = wire_size(&packet);
             let slot = self.alloc(SimPacket {
@@ -387,6 +390,7 @@ impl<'a> Simulator<'a> {
         let mbps = |bytes: u64| bytes as f64 * 8.0 / wlen / 1e6;
         let mut out = RunResult {
             events: self.events,
+            packets_total: self.packets_total,
             ..RunResult::default()
         };
         let (mut sent, mut rexmit, mut dropped) = (0u64, 0u64, 0u64);

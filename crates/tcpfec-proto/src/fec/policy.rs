@@ -56,6 +56,13 @@ pub struct FecConfig {
     pub ecn_factor: Option<f64>,
     /// Repair packets per group: 1 = XOR, M > 1 = Reed-Solomon (K+M, K).
     pub repairs: u8,
+    /// Close the open groups when the window stops the sender and no ACK has come for
+    /// half a round trip (the end of a stalled flight), not only when a group fills or
+    /// data runs out. Without it a block larger than the window never completes while
+    /// the receiver withholds duplicate ACKs, and every loss in it waits for the
+    /// retransmission timer. Sato's schemes size groups from cwnd and keep this off, as
+    /// the dissertation describes them.
+    pub flush_at_flight_end: bool,
 }
 
 #[cfg(test)]
