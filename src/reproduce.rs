@@ -15,6 +15,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("sato-ch4", include_str!("../experiments/sato-ch4.toml")),
     ("sato-ch5", include_str!("../experiments/sato-ch5.toml")),
     ("anker", include_str!("../experiments/anker.toml")),
+    ("ferlin", include_str!("../experiments/ferlin.toml")),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -490,6 +491,19 @@ fn check_claim(
                 .collect::<Vec<_>>()
                 .join("; ");
             (ok, format!("{a} / {b} — {ev}"))
+        }
+        "min_ratio" => {
+            let best = pairs
+                .iter()
+                .map(|(x, va, vb)| (x, va / vb))
+                .min_by(|p, q| p.1.total_cmp(&q.1));
+            match best {
+                Some((x, r)) => {
+                    let ok = r >= c.low.unwrap_or(f64::MIN) && r <= c.high.unwrap_or(f64::MAX);
+                    (ok, format!("smallest {a} / {b}: {r:.2} at {x}"))
+                }
+                None => (false, "no points".into()),
+            }
         }
         "within" => {
             let (lo, hi) = (c.low.unwrap_or(f64::MIN), c.high.unwrap_or(f64::MAX));

@@ -1,7 +1,7 @@
 //! Connection parameters and the named schemes that select congestion behaviour.
 
 use crate::cc::CcKind;
-use crate::fec::{FecConfig, GroupPolicy};
+use crate::fec::{DynamicFec, FecConfig, GroupPolicy};
 use core::time::Duration;
 
 /// How lost segments are detected and repaired once duplicate ACKs arrive.
@@ -38,6 +38,8 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
     ("fec-fmax-N", "Sato S3+S4: group size min(cwnd-1, N), duplicate-ACK suppression (ch. 4 'fec+fmax N')"),
     ("fec-dup-...", "any of the above without duplicate-ACK suppression (ch. 3 simple FEC; ch. 4 'fec-dup')"),
     ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno or tahoe"),
+    ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
+    ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
     ("fec-il-gG-lL-rR", "Sato S4-S6: G interleaved groups of min(cwnd/G, L) (L=0: no limit), ECN-Echo on recovery with cwnd x R once per window, NewReno base (ch. 5)"),
 ];
 
@@ -92,6 +94,9 @@ impl Scheme {
         }
         if lower.starts_with("anker-") {
             return parse_anker(&lower).map_err(|why| format!("scheme '{name}': {why}"));
+        }
+        if lower == "dfec" || lower.starts_with("tcp-ir") {
+            return parse_ferlin(&lower).map_err(|why| format!("scheme '{name}': {why}"));
         }
         let known: Vec<&str> = BASELINE_SCHEMES.iter().map(|s| s.0).collect();
         let fec: Vec<&str> = FEC_SCHEMES.iter().map(|s| s.0).collect();
@@ -212,6 +217,7 @@ fn parse_fec(name: &str) -> Result<Scheme, String> {
             ecn_factor,
             repairs: 1,
             flush_at_flight_end: false,
+            dynamic: None,
         }),
     })
 }
@@ -257,6 +263,41 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
             repairs: m,
             // A1: the sender may send "fewer error correcting packets at the window end".
             flush_at_flight_end: true,
+            dynamic: None,
+        }),
+    })
+}
+
+/// Parses Ferlin's schemes (seed 003): `tcp-ir[-N]` and `dfec`. Both run over CUBIC with
+/// SACK, Linux's defaults, which the slides' Linux implementation builds on (choice).
+fn parse_ferlin(name: &str) -> Result<Scheme, String> {
+    let (group, ecn_factor, dynamic) = match name {
+        "dfec" => (16, None, Some(DynamicFec::default())),
+        "tcp-ir" => (16, Some(0.5), None),
+        other => {
+            let n = other
+                .strip_prefix("tcp-ir-")
+                .ok_or("write tcp-ir, tcp-ir-N or dfec")?;
+            let n: u16 = number(n, "group size N")?;
+            if n == 0 {
+                return Err("group size must be at least 1".into());
+            }
+            (n, Some(0.5), None)
+        }
+    };
+    Ok(Scheme {
+        name: name.to_string(),
+        recovery: Recovery::Sack,
+        cc: CcKind::Cubic,
+        fec: Some(FecConfig {
+            policy: GroupPolicy::Static(group),
+            // A loss FEC can still repair raises no duplicate ACKs; TCP-IR then reacts to
+            // the recovery as to a loss (ECN-Echo, factor 1/2), dFEC by its own rules.
+            suppress_dupacks: true,
+            ecn_factor,
+            repairs: 1,
+            flush_at_flight_end: true,
+            dynamic,
         }),
     })
 }

@@ -300,6 +300,7 @@ impl Connection {
                     sack: p.sack.as_slice(),
                     ece: p.flags.contains(Flags::ECE),
                     pure: !occupies,
+                    fec_feedback: p.fec_feedback,
                 },
             );
         }
@@ -412,6 +413,7 @@ impl Connection {
             sack: a.sack,
             fec: None,
             repair: None,
+            fec_feedback: a.fec_feedback,
             payload,
         }
     }

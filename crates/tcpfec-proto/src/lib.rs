@@ -21,4 +21,6 @@ pub use config::{Config, Recovery, Scheme, BASELINE_SCHEMES, FEC_SCHEMES};
 pub use connection::{ConnError, Connection, State};
 pub use stats::Stats;
 pub use time::Instant;
-pub use wire::{FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks, WireError};
+pub use wire::{
+    FecFeedback, FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks, WireError,
+};

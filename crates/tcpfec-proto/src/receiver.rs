@@ -2,7 +2,7 @@
 
 use crate::fec::{Decoder, FecConfig};
 use crate::time::Instant;
-use crate::wire::{FecGroup, RepairInfo, SackBlock, SackBlocks};
+use crate::wire::{FecFeedback, FecGroup, RepairInfo, SackBlock, SackBlocks};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -53,6 +53,8 @@ pub(crate) struct AckFields {
     pub ts_ecr: u32,
     pub sack: SackBlocks,
     pub ece: bool,
+    /// Decoder counters, for TCP-dFEC senders.
+    pub fec_feedback: Option<FecFeedback>,
 }
 
 #[derive(Debug)]
@@ -437,6 +439,16 @@ impl Receiver {
             ts_ecr: self.ts_recent,
             sack,
             ece: self.ece_latched,
+            fec_feedback: self.fec.as_ref().and_then(|f| {
+                f.cfg.dynamic?;
+                let d = f.decoder.stats;
+                // Wrapping counters: the sender only ever looks at differences.
+                Some(FecFeedback {
+                    recovered: d.recovered as u32,
+                    failed: d.unrecoverable_groups as u32,
+                    repairs_lost: d.repairs_lost as u32,
+                })
+            }),
         }
     }
 }
@@ -520,6 +532,7 @@ mod tests {
             ecn_factor: Some(0.7),
             repairs: 1,
             flush_at_flight_end: false,
+            dynamic: None,
         });
         r
     }

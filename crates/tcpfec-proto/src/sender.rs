@@ -3,11 +3,11 @@
 
 use crate::cc::CongestionControl;
 use crate::config::{Config, Recovery};
-use crate::fec::{Encoder, FecConfig, RepairOut};
+use crate::fec::{Encoder, FecConfig, GroupPolicy, RatioControl, RepairOut};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
 use crate::time::Instant;
-use crate::wire::{FecGroup, SackBlock};
+use crate::wire::{FecFeedback, FecGroup, SackBlock};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -42,6 +42,8 @@ pub(crate) struct AckInfo<'a> {
     pub ece: bool,
     /// No payload, no FIN, no SYN: eligible to count as a duplicate ACK.
     pub pure: bool,
+    /// The receiver's FEC decoder counters (TCP-dFEC).
+    pub fec_feedback: Option<FecFeedback>,
 }
 
 #[derive(Debug)]
@@ -76,6 +78,9 @@ pub(crate) struct Sender {
     repairs_in_flight: VecDeque<u64>,
     /// When to close the open FEC groups of a stalled flight (see `flush_at_flight_end`).
     flush_deadline: Option<Instant>,
+    /// TCP-dFEC: the FEC ratio control and the last decoder counters the peer reported.
+    ratio: Option<RatioControl>,
+    peer_fec: FecFeedback,
     pub repairs_sent: u64,
     pub data_packets_sent: u64,
     pub retransmissions: u64,
@@ -122,6 +127,12 @@ impl Sender {
                 .map(|f| (Encoder::new(f.policy, f.repairs), f)),
             repairs_in_flight: VecDeque::new(),
             flush_deadline: None,
+            ratio: cfg
+                .scheme
+                .fec
+                .and_then(|f| f.dynamic)
+                .map(RatioControl::new),
+            peer_fec: FecFeedback::default(),
             repairs_sent: 0,
             data_packets_sent: 0,
             retransmissions: 0,
@@ -373,6 +384,9 @@ impl Sender {
         }
         // The ACK clock is running: the flight has not stalled.
         self.flush_deadline = None;
+        if let Some(fb) = a.fec_feedback {
+            self.on_fec_feedback(now, fb);
+        }
         self.peer_window = a.window;
         if self.sack {
             self.sb.apply_sack(a.sack);
@@ -499,12 +513,46 @@ impl Sender {
     }
 
     fn on_ece(&mut self, now: Instant) {
-        // RFC 3168 §6.1.2: react at most once per window of data, and not during recovery.
+        let factor = self.fec.as_ref().and_then(|(_, f)| f.ecn_factor);
+        self.reduce_once_per_window(now, factor);
+    }
+
+    /// TCP-dFEC (F2, F3): cwnd + 1 per segment FEC rebuilt, cwnd / 2 (once per window) when
+    /// a group failed or a repair was lost, and the FEC ratio steered every period.
+    fn on_fec_feedback(&mut self, now: Instant, fb: FecFeedback) {
+        let prev = self.peer_fec;
+        let (recovered, failed, lost) = (
+            fb.recovered.wrapping_sub(prev.recovered),
+            fb.failed.wrapping_sub(prev.failed),
+            fb.repairs_lost.wrapping_sub(prev.repairs_lost),
+        );
+        // Counters only grow: a "decrease" is an ACK overtaken by a newer one.
+        if [recovered, failed, lost].iter().any(|&d| d > u32::MAX / 2) {
+            return;
+        }
+        self.peer_fec = fb;
+        if recovered > 0 && !self.in_recovery {
+            self.cc.set_cwnd(self.cc.cwnd() + recovered as f64);
+        }
+        if failed + lost > 0 {
+            self.reduce_once_per_window(now, Some(0.5));
+        }
+        let (sent, rexmit) = (self.data_packets_sent, self.retransmissions);
+        if let (Some(rc), Some((enc, _))) = (self.ratio.as_mut(), self.fec.as_mut()) {
+            if let Some(n) = rc.on_progress(sent, rexmit) {
+                enc.set_policy(GroupPolicy::Static(n));
+            }
+        }
+    }
+
+    /// Multiplies cwnd by `factor` (or halves the flight, RFC 5681, when `None`), at most
+    /// once per window of data and not during loss recovery (RFC 3168 §6.1.2).
+    fn reduce_once_per_window(&mut self, now: Instant, factor: Option<f64>) {
         if self.in_recovery || self.ecn_recover.is_some_and(|r| self.sb.una() <= r) {
             return;
         }
         self.ecn_reductions += 1;
-        match self.fec.as_ref().and_then(|(_, f)| f.ecn_factor) {
+        match factor {
             // S5: the receiver signals a recovered loss; reduce by the scheme's factor r.
             Some(r) => {
                 let w = (self.cc.cwnd() * r).max(1.0);

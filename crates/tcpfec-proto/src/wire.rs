@@ -19,6 +19,7 @@ const OPT_SACK: u8 = 1;
 const OPT_MSS: u8 = 2;
 const OPT_FEC_GROUP: u8 = 3;
 const OPT_REPAIR: u8 = 4;
+const OPT_FEC_FEEDBACK: u8 = 5;
 
 /// Why a byte string is not a valid packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,6 +187,18 @@ pub struct RepairInfo {
 
 /// One packet, parsed. Data, acknowledgement and control travel in the same packet type;
 /// a packet with `repair` set is a repair packet (its payload is coded, not stream data).
+/// What the receiver's FEC decoder has seen, as wrapping cumulative counters (so a lost
+/// ACK loses no event): TCP-dFEC (Ferlin, F2) steers cwnd and the FEC ratio by them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct FecFeedback {
+    /// Segments rebuilt from repair packets.
+    pub recovered: u32,
+    /// Groups with more losses than repairs ("FEC failed").
+    pub failed: u32,
+    /// Groups that lost no data but whose repair never arrived ("FEC lost").
+    pub repairs_lost: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Packet {
     /// Connection identifier chosen by the receiver of this packet (for demultiplexing).
@@ -210,6 +223,8 @@ pub struct Packet {
     pub fec: Option<FecGroup>,
     /// Set on repair packets.
     pub repair: Option<RepairInfo>,
+    /// FEC decoder counters, on ACKs of schemes that ask for them.
+    pub fec_feedback: Option<FecFeedback>,
     /// Application bytes carried by this segment (coded bytes on a repair packet).
     pub payload: Bytes,
 }
@@ -235,7 +250,8 @@ impl Packet {
         let mss = if self.mss.is_some() { 4 } else { 0 };
         let fec = if self.fec.is_some() { 15 } else { 0 };
         let repair = if self.repair.is_some() { 6 } else { 0 };
-        sack + mss + fec + repair
+        let feedback = if self.fec_feedback.is_some() { 14 } else { 0 };
+        sack + mss + fec + repair + feedback
     }
 
     /// Total encoded length in bytes.
@@ -294,6 +310,14 @@ impl Packet {
             out[at + 4] = r.index;
             out[at + 5] = r.total;
             at += 6;
+        }
+        if let Some(f) = self.fec_feedback {
+            out[at] = OPT_FEC_FEEDBACK;
+            out[at + 1] = 12;
+            out[at + 2..at + 6].copy_from_slice(&f.recovered.to_be_bytes());
+            out[at + 6..at + 10].copy_from_slice(&f.failed.to_be_bytes());
+            out[at + 10..at + 14].copy_from_slice(&f.repairs_lost.to_be_bytes());
+            at += 14;
         }
         if !self.sack.is_empty() {
             out[at] = OPT_SACK;
@@ -457,6 +481,19 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                 }
                 p.repair = Some(r);
             }
+            OPT_FEC_FEEDBACK => {
+                if len != 12 || p.fec_feedback.is_some() {
+                    return Err(WireError::BadOption(
+                        "FEC feedback option length or repetition",
+                    ));
+                }
+                let word = |i: usize| u32::from_be_bytes(body[i..i + 4].try_into().unwrap());
+                p.fec_feedback = Some(FecFeedback {
+                    recovered: word(0),
+                    failed: word(4),
+                    repairs_lost: word(8),
+                });
+            }
             _ => return Err(WireError::BadOption("unknown option type")),
         }
         opts = &opts[2 + len..];
@@ -489,6 +526,11 @@ mod tests {
                 repairs: 1,
             }),
             repair: None,
+            fec_feedback: Some(FecFeedback {
+                recovered: 3,
+                failed: u32::MAX,
+                repairs_lost: 0,
+            }),
             payload: Bytes::from_static(b"hello"),
         }
     }
@@ -545,8 +587,9 @@ mod tests {
         b.push(0);
         assert_eq!(Packet::parse(&b), Err(WireError::TrailingBytes));
         let mut b = good;
-        // First SACK block start (after the 4-byte MSS option and 2-byte SACK header).
-        let at = FIXED_HEADER_LEN + 4 + 15 + 2;
+        // First SACK block start (after the MSS, FEC group and FEC feedback options and the
+        // 2-byte SACK header).
+        let at = FIXED_HEADER_LEN + 4 + 15 + 14 + 2;
         b[at..at + 8].copy_from_slice(&100u64.to_be_bytes());
         assert!(matches!(Packet::parse(&b), Err(WireError::BadOption(_))));
     }

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use tcpfec_proto::wire::{FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks};
+use tcpfec_proto::wire::{FecFeedback, FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks};
 
 fn arb_packet() -> impl Strategy<Value = Packet> {
     (
@@ -17,6 +17,7 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
         proptest::collection::vec(any::<u8>(), 0..2000),
         proptest::option::of((0u64..1 << 40, 1u16..300, 1u16..8)),
         proptest::option::of((any::<u16>(), 0u8..3)),
+        proptest::option::of(any::<(u32, u32, u32)>()),
     )
         .prop_map(
             |(
@@ -30,6 +31,7 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                 payload,
                 fec,
                 repair,
+                feedback,
             )| {
                 let mut sack = SackBlocks::default();
                 for (start, len) in blocks {
@@ -60,6 +62,11 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                         len_xor,
                         index,
                         total: index + 1,
+                    }),
+                    fec_feedback: feedback.map(|(recovered, failed, repairs_lost)| FecFeedback {
+                        recovered,
+                        failed,
+                        repairs_lost,
                     }),
                     payload: Bytes::from(payload),
                 }

@@ -35,7 +35,7 @@ fn assert_exact(sc: &Scenario, what: &str) {
     );
 }
 
-const SCHEMES: [&str; 11] = [
+const SCHEMES: [&str; 13] = [
     "tahoe",
     "reno",
     "newreno",
@@ -47,6 +47,8 @@ const SCHEMES: [&str; 11] = [
     "fec-il-g3-l30-r0.7",
     "anker-16-2",
     "anker-5-3-tahoe",
+    "tcp-ir",
+    "dfec",
 ];
 
 #[test]

@@ -87,6 +87,11 @@ impl Encoder {
         }
     }
 
+    /// Changes how groups are sized from the next group on (TCP-dFEC's ratio control).
+    pub fn set_policy(&mut self, policy: GroupPolicy) {
+        self.policy = policy;
+    }
+
     /// Size of the most recently opened groups (for time series).
     pub fn group_size(&self) -> u16 {
         self.last_group_size

@@ -63,6 +63,34 @@ pub struct FecConfig {
     /// retransmission timer. Sato's schemes size groups from cwnd and keep this off, as
     /// the dissertation describes them.
     pub flush_at_flight_end: bool,
+    /// TCP-dFEC (Ferlin F2–F3): FEC-aware cwnd rules and a group size steered toward a
+    /// target residual loss rate. The receiver then reports its decoder counters on ACKs.
+    pub dynamic: Option<DynamicFec>,
+}
+
+/// TCP-dFEC settings (Ferlin, seed 003). The slides give the rules, not the numbers; the
+/// defaults are our choices (docs/fec.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DynamicFec {
+    /// Residual loss rate (losses FEC did not repair, per data packet) to steer toward.
+    pub target_residual: f64,
+    /// Relative step δ of the FEC ratio per period.
+    pub step: f64,
+    /// Period T, in data packets sent.
+    pub period: u32,
+    /// Largest XOR group (smallest ratio 1/max_group).
+    pub max_group: u16,
+}
+
+impl Default for DynamicFec {
+    fn default() -> Self {
+        DynamicFec {
+            target_residual: 0.005,
+            step: 0.25,
+            period: 100,
+            max_group: 16,
+        }
+    }
 }
 
 #[cfg(test)]
