@@ -16,6 +16,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("sato-ch5", include_str!("../experiments/sato-ch5.toml")),
     ("anker", include_str!("../experiments/anker.toml")),
     ("ferlin", include_str!("../experiments/ferlin.toml")),
+    ("teshima", include_str!("../experiments/teshima.toml")),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -52,6 +53,9 @@ struct Figure {
     /// Settings of this figure only, over the experiment's base.
     #[serde(default)]
     set: BTreeMap<String, String>,
+    /// Settings of this figure in `--quick` runs, over `set`.
+    #[serde(default)]
+    quick_set: BTreeMap<String, String>,
     /// Seeds per point for this figure (overrides the experiment's).
     seeds: Option<u64>,
     /// Plot every series relative to this series value (which is run but not drawn).
@@ -117,6 +121,9 @@ fn numeric(v: &str) -> f64 {
     v[..end].parse().unwrap_or(f64::NAN)
 }
 
+/// Sampling interval of time-series figures.
+const SAMPLE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Mean of one figure's points, by (series value, x value).
 type PointMeans = HashMap<(String, String), f64>;
 
@@ -150,7 +157,10 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut cells: Vec<Vec<Cell>> = Vec::new();
     for fig in &exp.figure {
-        let xs = if opts.quick {
+        let time_series = fig.x == "time";
+        let xs = if time_series {
+            vec!["time".to_string()]
+        } else if opts.quick {
             fig.quick_x_values.clone().unwrap_or(fig.x_values.clone())
         } else {
             fig.x_values.clone()
@@ -184,24 +194,36 @@ pub fn run(opts: &Options) -> Result<(), String> {
                     axes.set(k, v)
                         .map_err(|e| format!("{}: set: {e}", fig.id))?;
                 }
+                if opts.quick {
+                    for (k, v) in &fig.quick_set {
+                        axes.set(k, v)
+                            .map_err(|e| format!("{}: quick_set: {e}", fig.id))?;
+                    }
+                }
                 axes.set(&fig.series_axis, s)
                     .map_err(|e| format!("{}: {e}", fig.id))?;
-                let xv = fig
-                    .x_format
-                    .as_ref()
-                    .map_or(x.clone(), |f| f.replace("{}", x));
-                axes.set(&fig.x, &xv)
-                    .map_err(|e| format!("{}: {e}", fig.id))?;
+                if !time_series {
+                    let xv = fig
+                        .x_format
+                        .as_ref()
+                        .map_or(x.clone(), |f| f.replace("{}", x));
+                    axes.set(&fig.x, &xv)
+                        .map_err(|e| format!("{}: {e}", fig.id))?;
+                }
                 let mut ids = Vec::new();
                 let point_runs = axes
                     .expand(1, fig_seeds)
                     .map_err(|e| format!("{}: {e}", fig.id))?;
                 let scenario = point_runs[0].scenario.clone();
-                for run in point_runs {
+                for mut run in point_runs {
                     let mut key: Vec<String> =
                         run.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
                     key.sort();
-                    let key = format!("{} seed={}", key.join(" "), run.scenario.seed);
+                    let mut key = format!("{} seed={}", key.join(" "), run.scenario.seed);
+                    if time_series {
+                        run.scenario.cwnd_sample = Some(SAMPLE);
+                        key.push_str(" sampled");
+                    }
                     let id = *index.entry(key).or_insert_with(|| {
                         runs.push(run.clone());
                         runs.len() - 1
@@ -275,6 +297,9 @@ fn figure_outputs(
     outcomes: &[Outcome],
     out: &Path,
 ) -> Result<(String, PointMeans), String> {
+    if fig.x == "time" {
+        return time_series_outputs(fig, cells, outcomes, out);
+    }
     let mut csv = format!("{},{},mean,sd,n\n", fig.series_axis, fig.x);
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     let mut means = HashMap::new();
@@ -357,6 +382,62 @@ fn figure_outputs(
         &series,
     )?;
     Ok((md, means))
+}
+
+/// A figure over time: each series is the first seed's run of its cell, sampled every
+/// 100 ms; `goodput` is binned per second, `cwnd` and `redundancy` drawn as sampled.
+fn time_series_outputs(
+    fig: &Figure,
+    cells: &[Cell],
+    outcomes: &[Outcome],
+    out: &Path,
+) -> Result<(String, PointMeans), String> {
+    let mut csv = format!("{},time_s,value\n", fig.series_axis);
+    let mut series = Vec::new();
+    for c in cells {
+        let r = &outcomes[c.runs[0]].result;
+        let pts: Vec<(f64, f64)> = match fig.metric.as_str() {
+            "goodput" => {
+                let d = r.delivered_series.first().cloned().unwrap_or_default();
+                // Every 10th sample is one second apart.
+                d.iter()
+                    .step_by(10)
+                    .collect::<Vec<_>>()
+                    .windows(2)
+                    .map(|w| (w[1].0, (w[1].1 - w[0].1) * 8.0 / (w[1].0 - w[0].0) / 1e6))
+                    .collect()
+            }
+            "cwnd" => r.cwnd_series.first().cloned().unwrap_or_default(),
+            "redundancy" => r.redundancy_series.first().cloned().unwrap_or_default(),
+            other => {
+                return Err(format!(
+                    "{}: time series metric '{other}' (goodput, cwnd, redundancy)",
+                    fig.id
+                ))
+            }
+        };
+        for (t, v) in &pts {
+            let _ = writeln!(csv, "{},{t:.1},{v}", c.series);
+        }
+        series.push((c.series.clone(), pts));
+    }
+    std::fs::write(out.join(format!("{}.csv", fig.id)), csv).map_err(|e| e.to_string())?;
+    line_chart(
+        &out.join(format!("{}.svg", fig.id)),
+        &fig.title,
+        &ChartAxes {
+            x_desc: &fig.x_label,
+            y_desc: &fig.y_label,
+            x_log: false,
+            y_log: false,
+        },
+        &series,
+    )?;
+    let md = format!(
+        "## {}\n\n![{}]({}.svg)\n\nTime series of the first seed: `{}.csv`.\n\n",
+        fig.title, fig.id, fig.id, fig.id
+    );
+    Ok((md, HashMap::new()))
 }
 
 fn mean_sd(vals: &[f64]) -> (f64, f64) {
@@ -513,7 +594,13 @@ fn check_claim(
                 .map(|(x, va, _)| format!("{x}: {va:.3}"))
                 .collect::<Vec<_>>()
                 .join("; ");
-            (ok, format!("{a} in [{lo}, {hi}] — {ev}"))
+            let bounds = match (c.low, c.high) {
+                (Some(l), Some(h)) => format!("in [{l}, {h}]"),
+                (Some(l), None) => format!(">= {l}"),
+                (None, Some(h)) => format!("<= {h}"),
+                (None, None) => "any".into(),
+            };
+            (ok, format!("{a} {bounds} — {ev}"))
         }
         "lowest" | "highest" => {
             let series: Vec<String> = if quick {

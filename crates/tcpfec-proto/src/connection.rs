@@ -474,6 +474,11 @@ impl Connection {
         self.sender.cc.ssthresh()
     }
 
+    /// Redundancy of the next FEC group, (K + k)/K (1 without FEC).
+    pub fn fec_redundancy(&self) -> f64 {
+        self.sender.fec_redundancy()
+    }
+
     /// Size of the FEC groups being formed now (0 without FEC).
     pub fn fec_group_size(&self) -> u16 {
         self.sender.fec_group_size()

@@ -440,13 +440,16 @@ impl Receiver {
             sack,
             ece: self.ece_latched,
             fec_feedback: self.fec.as_ref().and_then(|f| {
-                f.cfg.dynamic?;
+                if !f.cfg.adaptive?.needs_feedback() {
+                    return None;
+                }
                 let d = f.decoder.stats;
                 // Wrapping counters: the sender only ever looks at differences.
                 Some(FecFeedback {
                     recovered: d.recovered as u32,
                     failed: d.unrecoverable_groups as u32,
                     repairs_lost: d.repairs_lost as u32,
+                    received: (self.segments_received + d.repairs_received) as u32,
                 })
             }),
         }
@@ -532,7 +535,7 @@ mod tests {
             ecn_factor: Some(0.7),
             repairs: 1,
             flush_at_flight_end: false,
-            dynamic: None,
+            adaptive: None,
         });
         r
     }

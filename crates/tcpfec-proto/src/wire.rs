@@ -197,6 +197,8 @@ pub struct FecFeedback {
     pub failed: u32,
     /// Groups that lost no data but whose repair never arrived ("FEC lost").
     pub repairs_lost: u32,
+    /// Data and repair packets received (TCP-TFEC's Rp).
+    pub received: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -250,7 +252,7 @@ impl Packet {
         let mss = if self.mss.is_some() { 4 } else { 0 };
         let fec = if self.fec.is_some() { 15 } else { 0 };
         let repair = if self.repair.is_some() { 6 } else { 0 };
-        let feedback = if self.fec_feedback.is_some() { 14 } else { 0 };
+        let feedback = if self.fec_feedback.is_some() { 18 } else { 0 };
         sack + mss + fec + repair + feedback
     }
 
@@ -313,11 +315,12 @@ impl Packet {
         }
         if let Some(f) = self.fec_feedback {
             out[at] = OPT_FEC_FEEDBACK;
-            out[at + 1] = 12;
+            out[at + 1] = 16;
             out[at + 2..at + 6].copy_from_slice(&f.recovered.to_be_bytes());
             out[at + 6..at + 10].copy_from_slice(&f.failed.to_be_bytes());
             out[at + 10..at + 14].copy_from_slice(&f.repairs_lost.to_be_bytes());
-            at += 14;
+            out[at + 14..at + 18].copy_from_slice(&f.received.to_be_bytes());
+            at += 18;
         }
         if !self.sack.is_empty() {
             out[at] = OPT_SACK;
@@ -482,7 +485,7 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                 p.repair = Some(r);
             }
             OPT_FEC_FEEDBACK => {
-                if len != 12 || p.fec_feedback.is_some() {
+                if len != 16 || p.fec_feedback.is_some() {
                     return Err(WireError::BadOption(
                         "FEC feedback option length or repetition",
                     ));
@@ -492,6 +495,7 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                     recovered: word(0),
                     failed: word(4),
                     repairs_lost: word(8),
+                    received: word(12),
                 });
             }
             _ => return Err(WireError::BadOption("unknown option type")),
@@ -530,6 +534,7 @@ mod tests {
                 recovered: 3,
                 failed: u32::MAX,
                 repairs_lost: 0,
+                received: 77,
             }),
             payload: Bytes::from_static(b"hello"),
         }
@@ -589,7 +594,7 @@ mod tests {
         let mut b = good;
         // First SACK block start (after the MSS, FEC group and FEC feedback options and the
         // 2-byte SACK header).
-        let at = FIXED_HEADER_LEN + 4 + 15 + 14 + 2;
+        let at = FIXED_HEADER_LEN + 4 + 15 + 18 + 2;
         b[at..at + 8].copy_from_slice(&100u64.to_be_bytes());
         assert!(matches!(Packet::parse(&b), Err(WireError::BadOption(_))));
     }

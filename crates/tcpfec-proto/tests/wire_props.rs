@@ -17,7 +17,7 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
         proptest::collection::vec(any::<u8>(), 0..2000),
         proptest::option::of((0u64..1 << 40, 1u16..300, 1u16..8)),
         proptest::option::of((any::<u16>(), 0u8..3)),
-        proptest::option::of(any::<(u32, u32, u32)>()),
+        proptest::option::of(any::<(u32, u32, u32, u32)>()),
     )
         .prop_map(
             |(
@@ -63,10 +63,13 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                         index,
                         total: index + 1,
                     }),
-                    fec_feedback: feedback.map(|(recovered, failed, repairs_lost)| FecFeedback {
-                        recovered,
-                        failed,
-                        repairs_lost,
+                    fec_feedback: feedback.map(|(recovered, failed, repairs_lost, received)| {
+                        FecFeedback {
+                            recovered,
+                            failed,
+                            repairs_lost,
+                            received,
+                        }
                     }),
                     payload: Bytes::from(payload),
                 }

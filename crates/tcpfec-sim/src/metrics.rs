@@ -40,6 +40,11 @@ pub struct FlowResult {
     pub redundancy_rate: f64,
     /// Recovered segments / repair packets sent, in the window.
     pub effective_recovery_rate: f64,
+    /// Delay jitter: mean gap between successive deliveries to the application, ms,
+    /// in the window (Teshima, Tables 2-4).
+    pub jitter_mean_ms: f64,
+    /// Standard deviation of those gaps, ms.
+    pub jitter_std_ms: f64,
 }
 
 /// Everything a run reports.
@@ -73,6 +78,10 @@ pub struct RunResult {
     pub incomplete_flows: u32,
     /// Jain's fairness index over the flows' goodput.
     pub jain_fairness: f64,
+    /// Delay jitter over all flows' deliveries in the window: mean gap, ms.
+    pub jitter_mean_ms: f64,
+    /// Standard deviation of those gaps, ms.
+    pub jitter_std_ms: f64,
     /// Events processed.
     pub events: u64,
     /// Data packets sent by all senders over the whole run.
@@ -88,6 +97,12 @@ pub struct RunResult {
     /// Time series of each flow's FEC group size: (seconds, segments).
     #[serde(skip)]
     pub group_size_series: Vec<Vec<(f64, f64)>>,
+    /// Time series of each flow's application bytes delivered so far: (seconds, bytes).
+    #[serde(skip)]
+    pub delivered_series: Vec<Vec<(f64, f64)>>,
+    /// Time series of each flow's FEC redundancy (K + k)/K.
+    #[serde(skip)]
+    pub redundancy_series: Vec<Vec<(f64, f64)>>,
 }
 
 /// Jain's fairness index (Σx)² / (n Σx²); 1 when all equal.

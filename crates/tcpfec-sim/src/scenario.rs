@@ -30,6 +30,12 @@ pub enum App {
         /// Bytes to send.
         bytes: u64,
     },
+    /// Offers data at a constant rate (a streaming application with a target rate):
+    /// whatever the connection cannot take waits in the application.
+    Rate {
+        /// Offered rate, bits per second.
+        bps: u64,
+    },
 }
 
 /// When flows start.
@@ -103,6 +109,9 @@ pub struct Scenario {
     pub verify_data: bool,
     /// Receiver window in packets (Anker's W_m); `None` never limits a flow.
     pub max_window: Option<u32>,
+    /// Target rate of the schemes that have one (bits per second); defaults to the
+    /// application's rate when it has one.
+    pub target_rate: Option<u64>,
 }
 
 fn scheme_name<S: serde::Serializer>(s: &Scheme, ser: S) -> Result<S::Ok, S::Error> {
@@ -137,6 +146,7 @@ impl Default for Scenario {
             cwnd_sample: None,
             verify_data: false,
             max_window: None,
+            target_rate: None,
         }
     }
 }
@@ -172,6 +182,9 @@ impl Scenario {
         if let App::Transfer { bytes: 0 } = self.app {
             return Err("--transfer: must be at least 1 byte".into());
         }
+        if let App::Rate { bps: 0 } = self.app {
+            return Err("--app-rate: must be positive".into());
+        }
         Ok(())
     }
 
@@ -194,6 +207,10 @@ impl Scenario {
                 .max_window
                 .map_or(256 << 20, |w| w.saturating_mul(self.mss() as u32)),
             syn_retries: 12,
+            target_rate_bps: self.target_rate.or(match self.app {
+                App::Rate { bps } => Some(bps),
+                _ => None,
+            }),
             ..Config::default()
         }
     }

@@ -16,6 +16,8 @@ use tcpfec_proto::{Connection, Instant, Packet, Stats};
 const PATTERN_LEN: usize = 1_048_573;
 /// Bulk senders top their buffer up in chunks of this size.
 const WRITE_CHUNK: usize = 64 * 1024;
+/// How often a rate-limited application is offered the chance to write.
+const APP_TICK_NS: u64 = 1_000_000;
 /// Random stream of the flows' start times.
 const START_STREAM: u64 = 1;
 
@@ -82,6 +84,13 @@ struct FlowState {
     at_window_end: Option<Snapshot>,
     cwnd: Vec<(f64, f64)>,
     group_size: Vec<(f64, f64)>,
+    /// (seconds, application bytes read so far), sampled with the cwnd.
+    delivered: Vec<(f64, f64)>,
+    /// (seconds, FEC redundancy (K + k)/K), sampled with the cwnd.
+    redundancy: Vec<(f64, f64)>,
+    /// Delivery gaps inside the measurement window: count, sum and sum of squares (ns).
+    gaps: (u64, f64, f64),
+    last_delivery_ns: Option<u64>,
 }
 
 struct Simulator<'a> {
@@ -173,6 +182,15 @@ impl<'a> Simulator<'a> {
                 EventKind::Start { flow } => {
                     self.flows[flow as usize].started = true;
                     self.service(2 * flow);
+                    if matches!(self.sc.app, App::Rate { .. }) {
+                        self.queue
+                            .push(self.now + APP_TICK_NS, EventKind::AppTick { flow });
+                    }
+                }
+                EventKind::AppTick { flow } => {
+                    self.service(2 * flow);
+                    self.queue
+                        .push(self.now + APP_TICK_NS, EventKind::AppTick { flow });
                 }
                 EventKind::Sample => self.on_sample(),
                 EventKind::WindowStart => {
@@ -243,6 +261,10 @@ impl<'a> Simulator<'a> {
             let (w, g) = (conn.cwnd(), conn.fec_group_size() as f64);
             self.flows[f].cwnd.push((t, w));
             self.flows[f].group_size.push((t, g));
+            let read = self.flows[f].read as f64;
+            self.flows[f].delivered.push((t, read));
+            let red = self.endpoints[2 * f].conn.fec_redundancy();
+            self.flows[f].redundancy.push((t, red));
         }
         let iv = self.sc.cwnd_sample.expect("sampling enabled").as_nanos() as u64;
         if self.now + iv <= self.end {
@@ -299,6 +321,20 @@ impl<'a> Simulator<'a> {
                     f.written += conn.write(stream_bytes(f.written, WRITE_CHUNK)) as u64;
                 }
             }
+            App::Rate { bps } => {
+                // Whole segments only, so the stream is not cut into runt packets.
+                let mss = self.sc.mss() as u128;
+                let offered = (self.now - f.start_ns) as u128 * bps as u128 / 8_000_000_000;
+                let offered = offered / mss * mss;
+                while (f.written as u128) < offered && conn.write_capacity() > 0 {
+                    let want = (offered - f.written as u128).min(WRITE_CHUNK as u128) as usize;
+                    let n = conn.write(stream_bytes(f.written, want));
+                    if n == 0 {
+                        break;
+                    }
+                    f.written += n as u64;
+                }
+            }
             App::Transfer { bytes } => {
                 while f.written < bytes && conn.write_capacity() > 0 {
                     let want = (bytes - f.written).min(WRITE_CHUNK as u64) as usize;
@@ -341,6 +377,15 @@ impl<'a> Simulator<'a> {
             f.read += chunk.len() as u64;
             if in_window {
                 f.delivered_in_window += chunk.len() as u64;
+                // Delay jitter (Teshima, Tables 2-4): the gaps between successive
+                // deliveries to the application.
+                if let Some(last) = f.last_delivery_ns {
+                    let gap = (self.now - last) as f64;
+                    f.gaps.0 += 1;
+                    f.gaps.1 += gap;
+                    f.gaps.2 += gap * gap;
+                }
+                f.last_delivery_ns = Some(self.now);
             }
         }
         if let App::Transfer { bytes } = self.sc.app {
@@ -396,6 +441,7 @@ impl<'a> Simulator<'a> {
         let (mut sent, mut rexmit, mut dropped) = (0u64, 0u64, 0u64);
         let (mut repairs, mut recovered) = (0u64, 0u64);
         let mut completions = Vec::new();
+        let mut gaps = (0u64, 0.0f64, 0.0f64);
         for f in 0..self.flows.len() {
             let end_snap = self.flows[f]
                 .at_window_end
@@ -440,7 +486,15 @@ impl<'a> Simulator<'a> {
                 dupacks_suppressed: b.rx.dupacks_suppressed - a.rx.dupacks_suppressed,
                 redundancy_rate: share(d_repairs, d_repairs + d_sent),
                 effective_recovery_rate: share(d_recovered, d_repairs),
+                jitter_mean_ms: gap_mean_ms(fs.gaps),
+                jitter_std_ms: gap_std_ms(fs.gaps),
             });
+            gaps.0 += fs.gaps.0;
+            gaps.1 += fs.gaps.1;
+            gaps.2 += fs.gaps.2;
+            out.delivered_series.push(std::mem::take(&mut fs.delivered));
+            out.redundancy_series
+                .push(std::mem::take(&mut fs.redundancy));
             out.cwnd_series.push(std::mem::take(&mut fs.cwnd));
             out.group_size_series
                 .push(std::mem::take(&mut fs.group_size));
@@ -453,6 +507,8 @@ impl<'a> Simulator<'a> {
             }
         };
         out.goodput_mbps = out.flows.iter().map(|f| f.goodput_mbps).sum();
+        out.jitter_mean_ms = gap_mean_ms(gaps);
+        out.jitter_std_ms = gap_std_ms(gaps);
         out.throughput_mbps = out.flows.iter().map(|f| f.throughput_mbps).sum();
         out.retransmission_rate = ratio(rexmit);
         out.data_loss_rate = ratio(dropped);
@@ -490,4 +546,22 @@ pub fn wire_size(p: &Packet) -> u32 {
         (2 + 8 * p.sack.len() as u32).div_ceil(4) * 4
     };
     HEADER_BYTES + sack + p.payload.len() as u32
+}
+
+/// Mean of the delivery gaps (count, sum, sum of squares in ns), in ms; 0 without gaps.
+fn gap_mean_ms(g: (u64, f64, f64)) -> f64 {
+    if g.0 == 0 {
+        return 0.0;
+    }
+    g.1 / g.0 as f64 * 1e-6
+}
+
+/// Standard deviation of the delivery gaps, in ms (population form).
+fn gap_std_ms(g: (u64, f64, f64)) -> f64 {
+    if g.0 == 0 {
+        return 0.0;
+    }
+    let n = g.0 as f64;
+    let mean = g.1 / n;
+    (g.2 / n - mean * mean).max(0.0).sqrt() * 1e-6
 }

@@ -35,7 +35,7 @@ fn assert_exact(sc: &Scenario, what: &str) {
     );
 }
 
-const SCHEMES: [&str; 13] = [
+const SCHEMES: [&str; 16] = [
     "tahoe",
     "reno",
     "newreno",
@@ -49,6 +49,9 @@ const SCHEMES: [&str; 13] = [
     "anker-5-3-tahoe",
     "tcp-ir",
     "dfec",
+    "afec",
+    "afec-raw100",
+    "tfec",
 ];
 
 #[test]

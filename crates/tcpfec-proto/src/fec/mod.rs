@@ -1,14 +1,19 @@
 //! Forward error correction: group policies, the XOR code, the sender's encoder and the
 //! receiver's decoder (SPEC C4, C5, S1–S6).
 
+pub mod afec;
+mod controller;
 mod decoder;
 mod dfec;
 mod encoder;
 pub mod policy;
 pub mod rs;
+pub mod tfec;
 pub mod xor;
 
+pub use afec::AfecParams;
+pub(crate) use controller::{Controller, FeedbackDelta, SenderTotals};
 pub(crate) use decoder::Decoder;
-pub(crate) use dfec::RatioControl;
 pub(crate) use encoder::{Encoder, RepairOut};
-pub use policy::{DynamicFec, FecConfig, GroupPolicy};
+pub use policy::{Adaptive, DynamicFec, FecConfig, GroupPolicy};
+pub use tfec::TfecParams;

@@ -63,9 +63,29 @@ pub struct FecConfig {
     /// retransmission timer. Sato's schemes size groups from cwnd and keep this off, as
     /// the dissertation describes them.
     pub flush_at_flight_end: bool,
-    /// TCP-dFEC (Ferlin F2–F3): FEC-aware cwnd rules and a group size steered toward a
-    /// target residual loss rate. The receiver then reports its decoder counters on ACKs.
-    pub dynamic: Option<DynamicFec>,
+    /// A redundancy controller that changes the groups during the connection.
+    pub adaptive: Option<Adaptive>,
+}
+
+/// The adaptive redundancy controllers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Adaptive {
+    /// TCP-dFEC (Ferlin F2–F3): FEC-aware cwnd rules and an XOR group size steered toward
+    /// a target residual loss rate.
+    Dfec(DynamicFec),
+    /// TCP-AFEC (Teshima T2): a Reed-Solomon redundancy level moved by losses and drop
+    /// timers.
+    Afec(super::afec::AfecParams),
+    /// TCP-TFEC (Teshima T3): redundancy read from a calibration table at the measured
+    /// loss rate.
+    Tfec(super::tfec::TfecParams),
+}
+
+impl Adaptive {
+    /// Whether the receiver must report its counters on every ACK.
+    pub fn needs_feedback(&self) -> bool {
+        matches!(self, Adaptive::Dfec(_) | Adaptive::Tfec(_))
+    }
 }
 
 /// TCP-dFEC settings (Ferlin, seed 003). The slides give the rules, not the numbers; the
