@@ -44,8 +44,8 @@ enum Command {
     Validate(validate::Options),
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
-    /// Built in: sato-ch3, sato-ch4, sato-ch5, anker, ferlin, teshima. A path to a TOML
-    /// file works too.
+    /// Built in: sato-ch3, sato-ch4, sato-ch5, anker, ferlin, teshima, botos. A path to a
+    /// TOML file works too.
     Reproduce {
         /// Experiment id or TOML file.
         experiment: String,
@@ -126,7 +126,7 @@ enum ModelWhich {
 
 #[derive(Subcommand)]
 enum BenchWhat {
-    /// Erasure-code speed: XOR and Reed-Solomon encode and decode MB/s.
+    /// Erasure-code speed: XOR, Reed-Solomon and RaptorQ encode and decode MB/s.
     Codes {
         /// Seconds per measurement.
         #[arg(long, default_value_t = 0.5)]

@@ -35,6 +35,12 @@ pub fn run_json(o: &Outcome) -> Value {
     m.insert("fast_recoveries".into(), json!(r.fast_recoveries));
     m.insert("timeouts".into(), json!(r.timeouts));
     m.insert("completion_time_s".into(), opt(r.completion_time_s));
+    if let (tcpfec_sim::App::Transfer { bytes }, Some(t)) =
+        (o.run.scenario.app, r.completion_time_s)
+    {
+        // Average application throughput of the transfer (Botos' rho_av).
+        m.insert("transfer_mbps".into(), json!(bytes as f64 * 8.0 / t / 1e6));
+    }
     m.insert("incomplete_flows".into(), json!(r.incomplete_flows));
     m.insert("jain_fairness".into(), json!(r.jain_fairness));
     let target = match o.run.scenario.app {

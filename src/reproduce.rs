@@ -17,6 +17,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("anker", include_str!("../experiments/anker.toml")),
     ("ferlin", include_str!("../experiments/ferlin.toml")),
     ("teshima", include_str!("../experiments/teshima.toml")),
+    ("botos", include_str!("../experiments/botos.toml")),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -585,6 +586,16 @@ fn check_claim(
                 }
                 None => (false, "no points".into()),
             }
+        }
+        "spread" => {
+            // max / min of series a over the checked x values.
+            let vals: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+            let max = vals.iter().copied().fold(f64::MIN, f64::max);
+            let min = vals.iter().copied().fold(f64::MAX, f64::min);
+            let r = max / min;
+            let ok =
+                r.is_finite() && r >= c.low.unwrap_or(f64::MIN) && r <= c.high.unwrap_or(f64::MAX);
+            (ok, format!("{a}: largest / smallest = {r:.2}"))
         }
         "within" => {
             let (lo, hi) = (c.low.unwrap_or(f64::MIN), c.high.unwrap_or(f64::MAX));

@@ -2,6 +2,7 @@
 
 use crate::cc::CcKind;
 use crate::fec::{Adaptive, AfecParams, DynamicFec, FecConfig, GroupPolicy, TfecParams};
+use crate::fectcp::FectcpParams;
 use core::time::Duration;
 
 /// How lost segments are detected and repaired once duplicate ACKs arrive.
@@ -28,6 +29,8 @@ pub struct Scheme {
     pub cc: CcKind,
     /// Forward error correction, if the scheme uses it.
     pub fec: Option<FecConfig>,
+    /// FECTCP: block transfers by fountain code instead of a TCP byte stream.
+    pub fountain: Option<FectcpParams>,
 }
 
 /// The FEC scheme families: pattern, description (`tcpfec schemes` prints these).
@@ -43,6 +46,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
     ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --app-rate, NewReno base"),
     ("afec-raw100", "TCP-AFEC with K=100 and 100 levels (the paper's AFEC(raw100))"),
     ("tfec", "TCP-TFEC (Teshima T3): Reed-Solomon blocks of K=100, repairs from the calibrated loss-rate table (+1) at the loss measured every 5 s (gamma 0.8), window capped at target x RTT x redundancy, NewReno base"),
+    ("fectcp", "FECTCP (Botos B1-B2): block transfers as RaptorQ symbols, never a retransmission, per-symbol timers (1+0.3)(sRTT+sigma), only a timer expiry halves the window; needs a finite transfer"),
     ("fec-il-gG-lL-rR", "Sato S4-S6: G interleaved groups of min(cwnd/G, L) (L=0: no limit), ECN-Echo on recovery with cwnd x R once per window, NewReno base (ch. 5)"),
 ];
 
@@ -90,6 +94,7 @@ impl Scheme {
                 recovery,
                 cc,
                 fec: None,
+                fountain: None,
             });
         }
         if lower.starts_with("fec-") {
@@ -97,6 +102,15 @@ impl Scheme {
         }
         if lower.starts_with("anker-") {
             return parse_anker(&lower).map_err(|why| format!("scheme '{name}': {why}"));
+        }
+        if lower == "fectcp" {
+            return Ok(Scheme {
+                name: "fectcp".into(),
+                recovery: Recovery::Sack,
+                cc: CcKind::Reno,
+                fec: None,
+                fountain: Some(FectcpParams::default()),
+            });
         }
         if matches!(lower.as_str(), "afec" | "afec-raw100" | "tfec") {
             return Ok(teshima(&lower));
@@ -229,6 +243,7 @@ fn parse_fec(name: &str) -> Result<Scheme, String> {
             flush_at_flight_end: false,
             adaptive: None,
         }),
+        fountain: None,
     })
 }
 
@@ -275,6 +290,7 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
             flush_at_flight_end: true,
             adaptive: None,
         }),
+        fountain: None,
     })
 }
 
@@ -308,6 +324,7 @@ fn teshima(name: &str) -> Scheme {
             flush_at_flight_end: true,
             adaptive: Some(adaptive),
         }),
+        fountain: None,
     }
 }
 
@@ -342,6 +359,7 @@ fn parse_ferlin(name: &str) -> Result<Scheme, String> {
             flush_at_flight_end: true,
             adaptive,
         }),
+        fountain: None,
     })
 }
 

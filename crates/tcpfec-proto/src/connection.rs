@@ -414,6 +414,7 @@ impl Connection {
             fec: None,
             repair: None,
             fec_feedback: a.fec_feedback,
+            transfer: None,
             payload,
         }
     }

@@ -3,12 +3,14 @@
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use tcpfec_proto::wire::{FecFeedback, FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks};
+use tcpfec_proto::wire::{
+    FecFeedback, FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks, TransferInfo,
+};
 
 fn arb_packet() -> impl Strategy<Value = Packet> {
     (
         any::<u32>(),
-        0u16..0x80,
+        0u16..0x200,
         any::<u64>(),
         any::<u64>(),
         any::<(u32, u32, u32)>(),
@@ -18,6 +20,7 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
         proptest::option::of((0u64..1 << 40, 1u16..300, 1u16..8)),
         proptest::option::of((any::<u16>(), 0u8..3)),
         proptest::option::of(any::<(u32, u32, u32, u32)>()),
+        proptest::option::of((any::<u32>(), any::<[u8; 12]>())),
     )
         .prop_map(
             |(
@@ -32,6 +35,7 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                 fec,
                 repair,
                 feedback,
+                transfer,
             )| {
                 let mut sack = SackBlocks::default();
                 for (start, len) in blocks {
@@ -71,6 +75,7 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                             received,
                         }
                     }),
+                    transfer: transfer.map(|(id, oti)| TransferInfo { id, oti }),
                     payload: Bytes::from(payload),
                 }
             },

@@ -185,6 +185,12 @@ impl Scenario {
         if let App::Rate { bps: 0 } = self.app {
             return Err("--app-rate: must be positive".into());
         }
+        if self.scheme.fountain.is_some() && !matches!(self.app, App::Transfer { .. }) {
+            return Err(format!(
+                "--scheme {}: FECTCP moves blocks; give their size with --transfer",
+                self.scheme.name
+            ));
+        }
         Ok(())
     }
 

@@ -1,4 +1,4 @@
-//! The simulator: drives one engine [`Connection`] per endpoint over the built network in
+//! The simulator: drives one engine ([`tcpfec_proto::Endpoint`]) per endpoint over the built network in
 //! virtual time and collects the metrics of a [`Scenario`].
 
 use crate::event::{EventKind, EventQueue};
@@ -9,7 +9,7 @@ use crate::scenario::{App, Scenario, Start, HEADER_BYTES};
 use crate::topology::Network;
 use bytes::Bytes;
 use std::sync::OnceLock;
-use tcpfec_proto::{Connection, Instant, Packet, Stats};
+use tcpfec_proto::{Endpoint as Engine, Instant, Packet, Stats};
 
 /// Period of the byte pattern applications send: a prime, so that no whole number of
 /// segments maps a byte onto the same pattern position and misordering shows up.
@@ -51,7 +51,7 @@ struct SimPacket {
 }
 
 struct Endpoint {
-    conn: Connection,
+    conn: Engine,
     node: u32,
     flow: u32,
     sender: bool,
@@ -119,7 +119,7 @@ impl<'a> Simulator<'a> {
         for (i, &(s, d)) in net.flow_hosts.iter().enumerate() {
             let flow = i as u32;
             endpoints.push(Endpoint {
-                conn: Connection::client(cfg.clone()),
+                conn: Engine::client(cfg.clone()),
                 node: s,
                 flow,
                 sender: true,
@@ -127,7 +127,7 @@ impl<'a> Simulator<'a> {
                 closed_own_side: false,
             });
             endpoints.push(Endpoint {
-                conn: Connection::server(cfg.clone()),
+                conn: Engine::server(cfg.clone()),
                 node: d,
                 flow,
                 sender: false,

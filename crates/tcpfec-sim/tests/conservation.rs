@@ -35,7 +35,7 @@ fn assert_exact(sc: &Scenario, what: &str) {
     );
 }
 
-const SCHEMES: [&str; 16] = [
+const SCHEMES: [&str; 17] = [
     "tahoe",
     "reno",
     "newreno",
@@ -52,6 +52,7 @@ const SCHEMES: [&str; 16] = [
     "afec",
     "afec-raw100",
     "tfec",
+    "fectcp",
 ];
 
 #[test]

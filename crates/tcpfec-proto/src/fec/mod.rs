@@ -6,6 +6,7 @@ mod controller;
 mod decoder;
 mod dfec;
 mod encoder;
+pub mod fountain;
 pub mod policy;
 pub mod rs;
 pub mod tfec;
