@@ -241,6 +241,14 @@ struct SimArgs {
     /// [default: the --app-rate, if given].
     #[arg(long, allow_hyphen_values = true)]
     target_rate: Option<String>,
+    /// Background Reno flows with bulk data sharing the bottleneck, each between its own
+    /// hosts; they load the queue but are not in the metrics [default: 0].
+    #[arg(long, allow_hyphen_values = true)]
+    background: Option<String>,
+    /// Direction of the background flows: uplink (right to left, against the measured
+    /// flows, Teshima's setting) or downlink [default: uplink].
+    #[arg(long, allow_hyphen_values = true)]
+    background_direction: Option<String>,
     /// First seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -300,6 +308,8 @@ impl SimArgs {
             ("loss-schedule", &self.loss_schedule),
             ("app-rate", &self.app_rate),
             ("target-rate", &self.target_rate),
+            ("background", &self.background),
+            ("background-direction", &self.background_direction),
         ];
         for (axis, value) in given {
             if let Some(v) = value {

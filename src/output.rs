@@ -54,6 +54,14 @@ pub fn run_json(o: &Outcome) -> Value {
             json!(r.goodput_mbps * 1e6 / bps as f64),
         );
     }
+    m.insert(
+        "background_goodput_mbps".into(),
+        json!(r.background_goodput_mbps),
+    );
+    m.insert(
+        "total_goodput_mbps".into(),
+        json!(r.goodput_mbps + r.background_goodput_mbps),
+    );
     m.insert("jitter_mean_ms".into(), json!(r.jitter_mean_ms));
     m.insert("jitter_std_ms".into(), json!(r.jitter_std_ms));
     m.insert("data_packets".into(), json!(r.data_packets));

@@ -587,6 +587,16 @@ fn check_claim(
                 None => (false, "no points".into()),
             }
         }
+        "falls" => {
+            // Series a is lower at the last checked x than at the first.
+            match (pairs.first(), pairs.last()) {
+                (Some(f), Some(l)) if pairs.len() >= 2 => (
+                    l.1 < f.1,
+                    format!("{a}: {:.3} at {} → {:.3} at {}", f.1, f.0, l.1, l.0),
+                ),
+                _ => (false, "not enough points".into()),
+            }
+        }
         "spread" => {
             // max / min of series a over the checked x values.
             let vals: Vec<f64> = pairs.iter().map(|p| p.1).collect();

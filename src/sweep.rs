@@ -34,6 +34,8 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("loss-schedule", None),
     ("app-rate", None),
     ("target-rate", None),
+    ("background", None),
+    ("background-direction", None),
 ];
 
 /// Values given for each axis (a list each), before expansion.
@@ -258,6 +260,22 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
             "max-window" => sc.max_window = Some(field(a, parse_count(v))?),
             "loss-schedule" => sc.loss = field(a, LossSpec::parse_switching(v))?,
             "target-rate" => sc.target_rate = Some(field(a, parse_rate(v))?),
+            "background" => {
+                sc.background = v
+                    .parse()
+                    .map_err(|_| format!("--background: '{v}' is not a number of flows"))?
+            }
+            "background-direction" => {
+                sc.background_uplink = match v.to_ascii_lowercase().as_str() {
+                    "uplink" | "up" => true,
+                    "downlink" | "down" => false,
+                    _ => {
+                        return Err(format!(
+                            "--background-direction: '{v}' is not uplink or downlink"
+                        ))
+                    }
+                }
+            }
             "app-rate" => {
                 sc.app = App::Rate {
                     bps: field(a, parse_rate(v))?,

@@ -73,6 +73,8 @@ pub(crate) struct Receiver {
     delayed_ack_timeout: Duration,
     unacked_in_order: u32,
     ack_now: bool,
+    /// Send the next ACK twice (see `FecConfig::repeat_recovery_ack`).
+    repeat_ack: bool,
     delack_deadline: Option<Instant>,
     ts_recent: u32,
     ece_latched: bool,
@@ -100,6 +102,7 @@ impl Receiver {
             delayed_ack_timeout,
             unacked_in_order: 0,
             ack_now: false,
+            repeat_ack: false,
             delack_deadline: None,
             ts_recent: 0,
             ece_latched: false,
@@ -203,6 +206,7 @@ impl Receiver {
         if arrival != Arrival::Ignored {
             // Deliver the cumulative ACK covering the rebuilt data at once.
             self.ack_now = true;
+            self.repeat_ack = self.fec.as_ref().is_some_and(|f| f.cfg.repeat_recovery_ack);
             if self
                 .fec
                 .as_ref()
@@ -403,7 +407,8 @@ impl Receiver {
 
     /// Fields for an outgoing packet; marks the acknowledgement as sent.
     pub fn take_ack(&mut self) -> AckFields {
-        self.ack_now = false;
+        // A repeated recovery ACK goes out right after the first.
+        self.ack_now = std::mem::take(&mut self.repeat_ack);
         self.delack_deadline = None;
         self.unacked_in_order = 0;
         self.peek_ack()
@@ -535,6 +540,7 @@ mod tests {
             ecn_factor: Some(0.7),
             repairs: 1,
             flush_at_flight_end: false,
+            repeat_recovery_ack: false,
             adaptive: None,
         });
         r

@@ -78,6 +78,8 @@ pub struct RunResult {
     pub incomplete_flows: u32,
     /// Jain's fairness index over the flows' goodput.
     pub jain_fairness: f64,
+    /// Goodput of the background flows, summed, Mb/s.
+    pub background_goodput_mbps: f64,
     /// Delay jitter over all flows' deliveries in the window: mean gap, ms.
     pub jitter_mean_ms: f64,
     /// Standard deviation of those gaps, ms.

@@ -112,6 +112,11 @@ pub struct Scenario {
     /// Target rate of the schemes that have one (bits per second); defaults to the
     /// application's rate when it has one.
     pub target_rate: Option<u64>,
+    /// Background Reno flows with bulk data sharing the bottleneck (Teshima's WLAN
+    /// setting), each between its own pair of hosts. Not counted in the run's metrics.
+    pub background: u32,
+    /// The background flows send right to left (uplink), against the measured flows.
+    pub background_uplink: bool,
 }
 
 fn scheme_name<S: serde::Serializer>(s: &Scheme, ser: S) -> Result<S::Ok, S::Error> {
@@ -147,6 +152,8 @@ impl Default for Scenario {
             verify_data: false,
             max_window: None,
             target_rate: None,
+            background: 0,
+            background_uplink: true,
         }
     }
 }
@@ -218,6 +225,15 @@ impl Scenario {
                 _ => None,
             }),
             ..Config::default()
+        }
+    }
+
+    /// The configuration of the background flows: Reno with the same engine settings.
+    pub fn background_config(&self) -> Config {
+        Config {
+            scheme: Scheme::parse("reno").expect("built-in"),
+            target_rate_bps: None,
+            ..self.config()
         }
     }
 

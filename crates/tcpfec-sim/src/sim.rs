@@ -84,6 +84,8 @@ struct FlowState {
     at_window_end: Option<Snapshot>,
     cwnd: Vec<(f64, f64)>,
     group_size: Vec<(f64, f64)>,
+    /// A background flow: bulk Reno, outside the run's metrics.
+    background: bool,
     /// (seconds, application bytes read so far), sampled with the cwnd.
     delivered: Vec<(f64, f64)>,
     /// (seconds, FEC redundancy (K + k)/K), sampled with the cwnd.
@@ -112,12 +114,15 @@ impl<'a> Simulator<'a> {
     fn new(sc: &'a Scenario) -> Self {
         let net = Network::build(sc);
         let cfg = sc.config();
+        let bg_cfg = sc.background_config();
         let mut endpoints = Vec::new();
         let mut flows = Vec::new();
         let mut queue = EventQueue::default();
         let mut start_rng = Rng::new(sc.seed, START_STREAM);
         for (i, &(s, d)) in net.flow_hosts.iter().enumerate() {
             let flow = i as u32;
+            let background = flow >= sc.flows;
+            let cfg = if background { &bg_cfg } else { &cfg };
             endpoints.push(Endpoint {
                 conn: Engine::client(cfg.clone()),
                 node: s,
@@ -142,6 +147,7 @@ impl<'a> Simulator<'a> {
             queue.push(start_ns, EventKind::Start { flow });
             flows.push(FlowState {
                 start_ns,
+                background,
                 ..FlowState::default()
             });
         }
@@ -315,7 +321,8 @@ impl<'a> Simulator<'a> {
     fn feed_sender(&mut self, ep: usize, flow: usize) {
         let conn = &mut self.endpoints[ep].conn;
         let f = &mut self.flows[flow];
-        match self.sc.app {
+        let app = if f.background { App::Bulk } else { self.sc.app };
+        match app {
             App::Bulk => {
                 while conn.write_capacity() >= WRITE_CHUNK {
                     f.written += conn.write(stream_bytes(f.written, WRITE_CHUNK)) as u64;
@@ -443,6 +450,10 @@ impl<'a> Simulator<'a> {
         let mut completions = Vec::new();
         let mut gaps = (0u64, 0.0f64, 0.0f64);
         for f in 0..self.flows.len() {
+            if self.flows[f].background {
+                out.background_goodput_mbps += mbps(self.flows[f].delivered_in_window);
+                continue;
+            }
             let end_snap = self.flows[f]
                 .at_window_end
                 .unwrap_or_else(|| self.snapshot(f));

