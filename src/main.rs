@@ -4,6 +4,8 @@ mod bench;
 mod calibrate;
 mod demo;
 mod model;
+mod net_bench;
+mod net_cli;
 mod output;
 mod plot;
 mod reproduce;
@@ -72,6 +74,20 @@ enum Command {
         #[command(subcommand)]
         which: ModelWhich,
     },
+    /// Make a pre-shared key file for send, recv and tunnel.
+    Keygen(net_cli::KeygenArgs),
+    /// Send files to a `tcpfec recv` over UDP, encrypted, with an end-to-end BLAKE3 check.
+    Send(net_cli::SendArgs),
+    /// Receive files sent with `tcpfec send` into a directory.
+    Recv(net_cli::RecvArgs),
+    /// Forward TCP connections (and UDP datagrams) over tcpfec, like kcptun.
+    Tunnel {
+        #[command(subcommand)]
+        side: net_cli::TunnelSide,
+    },
+    /// A UDP impairment proxy (rate, delay, queue, random or bursty loss) to try tcpfec on
+    /// a bad path on one machine.
+    Relay(net_cli::RelayArgs),
     /// Measure speed.
     Bench {
         #[command(subcommand)]
@@ -126,6 +142,9 @@ enum ModelWhich {
 
 #[derive(Subcommand)]
 enum BenchWhat {
+    /// Real sockets on loopback: throughput and CPU per GB (encryption and FEC on/off), and
+    /// goodput through the impairment relay.
+    Net(net_bench::NetBenchArgs),
     /// Erasure-code speed: XOR, Reed-Solomon and RaptorQ encode and decode MB/s.
     Codes {
         /// Seconds per measurement.
@@ -416,6 +435,14 @@ fn main() -> ExitCode {
                     packet_size,
                 },
         } => model::anker(window, &loss, &rtt, &block, packet_size),
+        Command::Keygen(a) => net_cli::keygen(a),
+        Command::Send(a) => net_cli::send(a),
+        Command::Recv(a) => net_cli::recv(a),
+        Command::Tunnel { side } => net_cli::tunnel(side),
+        Command::Relay(a) => net_cli::relay(a),
+        Command::Bench {
+            what: BenchWhat::Net(a),
+        } => net_bench::run(a),
         Command::Bench {
             what: BenchWhat::Codes { seconds },
         } => bench::codes(seconds),

@@ -40,10 +40,10 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
     ("fec-static-N", "Sato S2+S4: one XOR repair per N segments, duplicate-ACK suppression (ch. 3 'fec 1/N')"),
     ("fec-fmax-N", "Sato S3+S4: group size min(cwnd-1, N), duplicate-ACK suppression (ch. 4 'fec+fmax N')"),
     ("fec-dup-...", "any of the above without duplicate-ACK suppression (ch. 3 simple FEC; ch. 4 'fec-dup')"),
-    ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno or tahoe"),
+        ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe or cubic (SACK recovery, CUBIC window)"),
     ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
     ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
-    ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --app-rate, NewReno base"),
+    ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --target-rate or --app-rate, NewReno base"),
     ("afec-raw100", "TCP-AFEC with K=100 and 100 levels (the paper's AFEC(raw100))"),
     ("tfec", "TCP-TFEC (Teshima T3): Reed-Solomon blocks of K=100, repairs from the calibrated loss-rate table (+1) at the loss measured every 5 s (gamma 0.8), window capped at target x RTT x redundancy, NewReno base"),
     ("fectcp", "FECTCP (Botos B1-B2): block transfers as RaptorQ symbols, never a retransmission, per-symbol timers (1+0.3)(sRTT+sigma), only a timer expiry halves the window; needs a finite transfer"),
@@ -265,21 +265,24 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
     if n == 0 || m == 0 || n as usize + m as usize > crate::fec::rs::MAX_SHARDS {
         return Err("need N >= 1, M >= 1 and N + M <= 256".into());
     }
-    let recovery = match base {
-        "sack" => Recovery::Sack,
-        "reno" => Recovery::Reno,
-        "newreno" => Recovery::NewReno,
-        "tahoe" => Recovery::Tahoe,
+    let (recovery, cc) = match base {
+        "sack" => (Recovery::Sack, CcKind::Reno),
+        "reno" => (Recovery::Reno, CcKind::Reno),
+        "newreno" => (Recovery::NewReno, CcKind::Reno),
+        "tahoe" => (Recovery::Tahoe, CcKind::Reno),
+        // CUBIC window growth with SACK recovery, as the `cubic` baseline: regrows a large
+        // window in far fewer round trips after an uncorrectable loss.
+        "cubic" => (Recovery::Sack, CcKind::Cubic),
         other => {
             return Err(format!(
-                "unknown base '{other}' (sack, reno, newreno, tahoe)"
+                "unknown base '{other}' (sack, reno, newreno, tahoe, cubic)"
             ))
         }
     };
     Ok(Scheme {
         name: name.to_string(),
         recovery,
-        cc: CcKind::Reno,
+        cc,
         fec: Some(FecConfig {
             policy: GroupPolicy::Static(n),
             // A2: losses FEC corrects are no congestion signal: no duplicate ACKs for them,
@@ -370,6 +373,16 @@ fn parse_ferlin(name: &str) -> Result<Scheme, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn anker_with_a_cubic_base() {
+        let s = Scheme::parse("anker-16-3-cubic").unwrap();
+        assert_eq!(s.cc, CcKind::Cubic);
+        assert_eq!(s.recovery, Recovery::Sack);
+        assert_eq!(s.fec.unwrap().repairs, 3);
+        assert_eq!(Scheme::parse("anker-16-3").unwrap().cc, CcKind::Reno);
+        assert!(Scheme::parse("anker-16-3-vegas").is_err());
+    }
 
     #[test]
     fn fec_scheme_names_parse() {

@@ -4,7 +4,8 @@
 //! [`Connection::handle_datagram`]), drain [`Connection::poll_packet`] until it returns
 //! `None`, and call [`Connection::handle_timeout`] at [`Connection::poll_timeout`].
 
-use crate::config::Config;
+use crate::config::{Config, Scheme};
+use crate::fec::FecConfig;
 use crate::receiver::Receiver;
 use crate::sender::{AckInfo, Outgoing, Sender};
 use crate::stats::Stats;
@@ -64,6 +65,7 @@ pub struct Connection {
     error: Option<ConnError>,
     partial_read: Option<Bytes>,
     acks_sent: u64,
+    peer_fec: Option<Option<FecConfig>>,
 }
 
 impl Connection {
@@ -83,6 +85,7 @@ impl Connection {
             error: None,
             partial_read: None,
             acks_sent: 0,
+            peer_fec: None,
         }
     }
 
@@ -101,6 +104,13 @@ impl Connection {
     /// Sets the connection id written into every outgoing packet (chosen by the peer).
     pub fn set_peer_conn_id(&mut self, id: u32) {
         self.peer_conn_id = id;
+    }
+
+    /// Sets the scheme the peer sends with, when a handshake outside the engine negotiated
+    /// it per direction: the receiver then decodes (and suppresses duplicate ACKs) for the
+    /// peer's FEC rather than for this side's own scheme. Call before the SYN exchange.
+    pub fn set_peer_scheme(&mut self, scheme: &Scheme) {
+        self.peer_fec = Some(scheme.fec);
     }
 
     /// Current state.
@@ -279,7 +289,7 @@ impl Connection {
         if sack {
             self.receiver.enable_sack(self.cfg.max_sack_blocks);
         }
-        if let Some(f) = self.cfg.scheme.fec {
+        if let Some(f) = self.peer_fec.unwrap_or(self.cfg.scheme.fec) {
             self.receiver.enable_fec(f);
         }
     }

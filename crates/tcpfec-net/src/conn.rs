@@ -1,0 +1,377 @@
+//! One connection as the driver sees it: the client's handshake in progress, then the
+//! engine with its packet protection, replay window, pacer and liveness timers.
+
+use crate::crypto::{self, Sealer};
+use crate::endpoint::Shared;
+use crate::envelope::{self, DATA_HEADER};
+use crate::error::NetError;
+use crate::pacer::Pacer;
+use crate::params::{ClientParams, ServerParams};
+use crate::replay::ReplayWindow;
+use crate::stats::EndpointStats;
+use snow::HandshakeState;
+use std::net::SocketAddr;
+use std::task::Waker;
+use std::time::Duration;
+use tcpfec_proto::{ConnError, Connection, Instant};
+use tokio::sync::oneshot;
+
+/// Most datagrams one connection emits per driver round, so one busy connection cannot
+/// starve the receive path (ACKs must keep flowing in).
+const SEND_BUDGET: usize = 64;
+/// Largest sealed body accepted: bigger datagrams are not ours.
+const MAX_BODY: usize = 4096;
+/// First retransmission of an unanswered Initial; doubles after each.
+const HELLO_RTO: Duration = Duration::from_millis(500);
+
+/// Where the connection is.
+pub(crate) enum Phase {
+    /// Client: waiting for Retry / Handshake.
+    Hello {
+        /// The Initial to (re)send.
+        initial: Vec<u8>,
+        /// Initials sent with the current token.
+        tries: u32,
+        /// When to resend.
+        next: Instant,
+        /// When to give up.
+        deadline: Instant,
+        /// A Retry arrived: the server exists.
+        cookie_seen: bool,
+        /// The Noise initiator after message 1 was written.
+        hs: Option<Box<HandshakeState>>,
+    },
+    /// The engine runs.
+    Open,
+    /// The handshake failed; the connect call has been told.
+    Failed,
+}
+
+/// Per-connection driver state.
+pub(crate) struct Conn {
+    pub(crate) peer: SocketAddr,
+    /// The peer's connection id (0 until the client learns the server's).
+    pub(crate) peer_id: u32,
+    pub(crate) phase: Phase,
+    pub(crate) engine: Option<Connection>,
+    sealer: Option<Sealer>,
+    next_pn: u64,
+    replay: ReplayWindow,
+    pacer: Pacer,
+    last_recv: Instant,
+    last_send: Instant,
+    pub(crate) read_waker: Option<Waker>,
+    pub(crate) write_waker: Option<Waker>,
+    pub(crate) error: Option<NetError>,
+    /// The stream handle was dropped: discard what arrives, finish, then go.
+    pub(crate) detached: bool,
+    /// Server: digest of the client's Initial and our answer, to repeat it.
+    pub(crate) hello: Option<(blake3::Hash, Vec<u8>)>,
+    pub(crate) connect_tx: Option<oneshot::Sender<Result<(), NetError>>>,
+    /// Packets received and sent by this connection (datagrams, all kinds).
+    pub(crate) packets_in: u64,
+    pub(crate) packets_out: u64,
+}
+
+impl Conn {
+    pub(crate) fn new(peer: SocketAddr, peer_id: u32, now: Instant) -> Self {
+        Conn {
+            peer,
+            peer_id,
+            phase: Phase::Open,
+            engine: None,
+            sealer: None,
+            next_pn: 0,
+            replay: ReplayWindow::default(),
+            pacer: Pacer::new(16 * 1500),
+            last_recv: now,
+            last_send: now,
+            read_waker: None,
+            write_waker: None,
+            error: None,
+            detached: false,
+            hello: None,
+            connect_tx: None,
+            packets_in: 0,
+            packets_out: 0,
+        }
+    }
+
+    /// Starts the data phase.
+    pub(crate) fn open(&mut self, engine: Connection, sealer: Sealer) {
+        self.engine = Some(engine);
+        self.sealer = Some(sealer);
+        self.phase = Phase::Open;
+    }
+
+    /// Ends a client's handshake with an error for the connect call.
+    pub(crate) fn fail_hello(&mut self, e: NetError) {
+        if matches!(self.phase, Phase::Hello { .. }) {
+            self.phase = Phase::Failed;
+            if let Some(tx) = self.connect_tx.take() {
+                let _ = tx.send(Err(e));
+            }
+        }
+    }
+
+    /// Client: the server's cookie. Only the first Retry counts: answering a second one
+    /// (provoked by our own repeated Initial) would start a second handshake the server
+    /// does not know.
+    pub(crate) fn on_retry(&mut self, shared: &Shared, now: Instant, own_id: u32, token: &[u8]) {
+        let Phase::Hello {
+            initial,
+            tries,
+            next,
+            cookie_seen,
+            hs,
+            ..
+        } = &mut self.phase
+        else {
+            return;
+        };
+        if *cookie_seen {
+            return;
+        }
+        *cookie_seen = true;
+        let params = ClientParams {
+            send: shared.cfg.scheme.clone(),
+            want: shared.cfg.peer_scheme.clone(),
+        }
+        .encode();
+        let payload = match &shared.cfg.key {
+            Some(psk) => {
+                let mut h = crypto::initiator(psk);
+                let mut m = vec![0u8; 1024];
+                let n = h.write_message(&params, &mut m).expect("message 1 fits");
+                m.truncate(n);
+                *hs = Some(Box::new(h));
+                m
+            }
+            None => params,
+        };
+        *initial = envelope::initial(shared.cfg.key.is_some(), own_id, token, &payload);
+        *tries = 0;
+        *next = now;
+    }
+
+    /// Client: the server's handshake answer. Returns false if it did not authenticate.
+    pub(crate) fn on_handshake(&mut self, shared: &Shared, now: Instant, payload: &[u8]) -> bool {
+        let Phase::Hello { hs, .. } = &mut self.phase else {
+            return true; // a repeated answer after we opened: harmless
+        };
+        let mut plain = [0u8; 1024];
+        let (params, sealer) = match hs.take() {
+            Some(mut h) => match h.read_message(payload, &mut plain) {
+                Ok(n) => (
+                    ServerParams::decode(&plain[..n]),
+                    Sealer::from_handshake(*h).expect("handshake finished"),
+                ),
+                Err(_) => {
+                    *hs = Some(h);
+                    return false;
+                }
+            },
+            None if shared.cfg.key.is_none() => (ServerParams::decode(payload), Sealer::insecure()),
+            None => return false, // an answer before we sent message 1
+        };
+        let Some(params) = params else {
+            self.fail_hello(NetError::BadParams);
+            return true;
+        };
+        let mut engine = Connection::client(shared.cfg.engine_config(&shared.cfg.scheme));
+        engine.set_peer_conn_id(params.server_id);
+        engine.set_peer_scheme(&params.send);
+        self.peer_id = params.server_id;
+        self.last_recv = now;
+        self.open(engine, sealer);
+        if let Some(tx) = self.connect_tx.take() {
+            let _ = tx.send(Ok(()));
+        }
+        true
+    }
+
+    /// A data packet for this connection. Returns true if it carried data that did not
+    /// advance the in-order stream (a gap: the answer is a duplicate ACK or a SACK update,
+    /// which must go out before the next datagram is read).
+    pub(crate) fn on_data(
+        &mut self,
+        now: Instant,
+        pn: u64,
+        body: &[u8],
+        stats: &mut EndpointStats,
+    ) -> bool {
+        let (Phase::Open, Some(engine), Some(sealer)) =
+            (&self.phase, self.engine.as_mut(), self.sealer.as_ref())
+        else {
+            stats.unexpected += 1;
+            return false;
+        };
+        if body.len() > MAX_BODY {
+            stats.malformed += 1;
+            return false;
+        }
+        if !self.replay.check(pn) {
+            stats.replayed += 1;
+            return false;
+        }
+        let mut plain = [0u8; MAX_BODY];
+        let Some(n) = sealer.open(pn, body, &mut plain) else {
+            stats.auth_failed += 1;
+            return false;
+        };
+        self.replay.mark(pn);
+        self.last_recv = now;
+        self.packets_in += 1;
+        let before = engine.readable();
+        if n > 0 && engine.handle_datagram(now, &plain[..n]).is_err() {
+            stats.bad_inner += 1;
+        }
+        n > crate::pacer::UNPACED_MAX && engine.readable() == before
+    }
+
+    fn seal(&mut self, plain: &[u8]) -> Vec<u8> {
+        let sealer = self.sealer.as_ref().expect("open connection");
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        let mut d = vec![0u8; DATA_HEADER + plain.len() + sealer.overhead()];
+        envelope::data_header(&mut d, self.peer_id, pn);
+        let n = sealer.seal(pn, plain, &mut d[DATA_HEADER..]);
+        d.truncate(DATA_HEADER + n);
+        d
+    }
+
+    /// Runs timers and emits datagrams into `out`. Returns the next deadline and whether
+    /// the connection can be forgotten.
+    pub(crate) fn poll(
+        &mut self,
+        shared: &Shared,
+        now: Instant,
+        out: &mut Vec<(SocketAddr, Vec<u8>)>,
+        stats: &mut EndpointStats,
+    ) -> (Option<Instant>, bool) {
+        match &mut self.phase {
+            Phase::Failed => return (None, true),
+            Phase::Hello {
+                initial,
+                tries,
+                next,
+                deadline,
+                cookie_seen,
+                ..
+            } => {
+                if now >= *deadline {
+                    let e = NetError::NoAnswer {
+                        peer: self.peer,
+                        waited: shared.cfg.handshake_timeout,
+                        cookie_seen: *cookie_seen,
+                    };
+                    self.fail_hello(e);
+                    return (None, true);
+                }
+                if now >= *next {
+                    stats.datagrams_out += 1;
+                    stats.bytes_out += initial.len() as u64;
+                    out.push((self.peer, initial.clone()));
+                    *next = now + HELLO_RTO * (1 << (*tries).min(4));
+                    *tries += 1;
+                }
+                return (Some((*next).min(*deadline)), false);
+            }
+            Phase::Open => {}
+        }
+        let idle = shared.cfg.idle_timeout;
+        let engine = self.engine.as_mut().expect("open connection");
+        if engine.poll_timeout().is_some_and(|t| t <= now) {
+            engine.handle_timeout(now);
+        }
+        if self.detached {
+            while engine.read_chunk().is_some() {}
+        }
+        if self.error.is_none()
+            && !engine.is_closed()
+            && now.saturating_since(self.last_recv) >= idle
+        {
+            self.error = Some(NetError::PeerTimeout(idle));
+            engine.abort();
+        }
+        let s = engine.stats();
+        let mss = engine.config().mss as f64;
+        self.pacer.set_rate(
+            engine.cwnd() * mss,
+            s.srtt,
+            engine.cwnd() < engine.ssthresh(),
+        );
+
+        let mut next: Option<Instant> = None;
+        let mut plain = [0u8; MAX_BODY];
+        let mut budget = SEND_BUDGET;
+        loop {
+            if budget == 0 {
+                next = Some(now);
+                break;
+            }
+            if let Some(t) = self.pacer.delay(now) {
+                next = Some(t);
+                break;
+            }
+            let engine = self.engine.as_mut().expect("open connection");
+            match engine.poll_transmit(now, &mut plain) {
+                None => break,
+                Some(Err(_)) => stats.bad_inner += 1,
+                Some(Ok(n)) => {
+                    let d = self.seal(&plain[..n]);
+                    self.pacer.on_sent(d.len());
+                    stats.datagrams_out += 1;
+                    stats.bytes_out += d.len() as u64;
+                    self.packets_out += 1;
+                    out.push((self.peer, d));
+                    self.last_send = now;
+                    budget -= 1;
+                }
+            }
+        }
+        let engine = self.engine.as_mut().expect("open connection");
+        let closed = engine.is_closed();
+        if !closed && now.saturating_since(self.last_send) >= idle / 4 {
+            // Keep-alive: an empty sealed packet proves we are alive without touching the
+            // engine, so an idle tunnel is not mistaken for a dead peer.
+            let d = self.seal(&[]);
+            stats.keepalives_sent += 1;
+            stats.datagrams_out += 1;
+            stats.bytes_out += d.len() as u64;
+            out.push((self.peer, d));
+            self.last_send = now;
+        }
+        let engine = self.engine.as_mut().expect("open connection");
+        if closed && self.error.is_none() {
+            match engine.error() {
+                Some(ConnError::Reset) => self.error = Some(NetError::Reset),
+                Some(ConnError::HandshakeTimeout) => self.error = Some(NetError::PeerTimeout(idle)),
+                None => {}
+            }
+        }
+        let readable = engine.readable() > 0 || engine.peer_finished() || closed;
+        if readable {
+            if let Some(w) = self.read_waker.take() {
+                w.wake();
+            }
+        }
+        if engine.write_capacity() > 0 || closed {
+            if let Some(w) = self.write_waker.take() {
+                w.wake();
+            }
+        }
+        if closed {
+            return (None, self.detached);
+        }
+        let mut consider = |t: Option<Instant>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: Instant| n.min(t)));
+            }
+        };
+        consider(engine.poll_timeout());
+        consider(Some(self.last_recv + idle));
+        consider(Some(self.last_send + idle / 4));
+        (next, false)
+    }
+}

@@ -1,0 +1,536 @@
+//! The UDP endpoint: one socket, many connections told apart by connection id, and one
+//! driver task that feeds datagrams and timers to the engines and sends what they produce.
+//!
+//! All connection state sits behind one mutex shared by the driver and the [`Stream`]
+//! handles; the driver never holds it across an `await`.
+
+use crate::clock::Clock;
+use crate::conn::{Conn, Phase};
+use crate::cookie::CookieJar;
+use crate::crypto::{self, Sealer};
+use crate::envelope::{self, Envelope, RejectReason};
+use crate::error::NetError;
+use crate::gso;
+use crate::key::Psk;
+use crate::params::{ClientParams, ServerParams};
+use crate::stats::EndpointStats;
+use crate::stream::Stream;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tcpfec_proto::{Config, Connection, Instant, Scheme};
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+/// Largest engine payload per datagram. With the 40-byte engine header, up to 4 SACK
+/// blocks (66), the FEC group (15) and repair (6) options, the 13-byte envelope and the
+/// 16-byte tag, a datagram is at most 1316 + 156 = 1472 bytes: one IPv4 packet on a
+/// 1500-byte MTU path.
+pub const DEFAULT_MSS: u16 = 1316;
+
+/// How an endpoint behaves.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// The pre-shared key; `None` runs without encryption or authentication.
+    pub key: Option<Psk>,
+    /// The scheme this side sends with.
+    pub scheme: Scheme,
+    /// Client only: the scheme to ask the server to send with (`None`: the server's choice).
+    pub peer_scheme: Option<Scheme>,
+    /// An open connection fails when nothing authentic arrives for this long.
+    pub idle_timeout: Duration,
+    /// A connect attempt fails when the handshake has not completed after this long.
+    pub handshake_timeout: Duration,
+    /// Engine settings (the scheme and MSS fields are overridden from this struct).
+    pub engine: Config,
+}
+
+impl EndpointConfig {
+    /// Settings for real networks with the given key and sending scheme.
+    pub fn new(key: Option<Psk>, scheme: Scheme) -> Self {
+        EndpointConfig {
+            key,
+            scheme,
+            peer_scheme: None,
+            idle_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(5),
+            engine: Config {
+                mss: DEFAULT_MSS,
+                // RFC 6928's initial window: a real path is worth probing faster than the
+                // papers' 2 segments.
+                initial_window: 10,
+                ..Config::default()
+            },
+        }
+    }
+
+    pub(crate) fn engine_config(&self, scheme: &Scheme) -> Config {
+        Config {
+            scheme: scheme.clone(),
+            ..self.engine.clone()
+        }
+    }
+}
+
+/// State shared by the driver task and the stream handles.
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+    pub(crate) notify: Notify,
+    pub(crate) clock: Clock,
+    pub(crate) cfg: EndpointConfig,
+    socket: UdpSocket,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Everything behind the mutex.
+pub(crate) struct State {
+    pub(crate) conns: HashMap<u32, Conn>,
+    /// Server: (client address, client id) → local id, to answer repeated Initials.
+    by_client: HashMap<(SocketAddr, u32), u32>,
+    accept_tx: Option<mpsc::UnboundedSender<Stream>>,
+    jar: CookieJar,
+    pub(crate) stats: EndpointStats,
+    /// Datagrams waiting to be sent.
+    pub(crate) outbox: Vec<(SocketAddr, Vec<u8>)>,
+    /// Server: connections accepted whose streams are handed out once the lock is released
+    /// (a stream dropped under the lock would deadlock in its `Drop`).
+    accepted: Vec<(u32, SocketAddr)>,
+    closing: bool,
+}
+
+impl State {
+    fn fresh_id(&self) -> u32 {
+        loop {
+            let mut b = [0u8; 4];
+            getrandom::getrandom(&mut b).expect("OS random source");
+            let id = u32::from_be_bytes(b);
+            if id != 0 && !self.conns.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    pub(crate) fn push(&mut self, to: SocketAddr, d: Vec<u8>) {
+        self.stats.datagrams_out += 1;
+        self.stats.bytes_out += d.len() as u64;
+        self.outbox.push((to, d));
+    }
+}
+
+/// A tcpfec endpoint on one UDP socket: connects out, accepts in (if a server), or both.
+pub struct Endpoint {
+    shared: Arc<Shared>,
+    accept_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Stream>>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl Endpoint {
+    /// A client endpoint on an ephemeral port of the unspecified address of `peer_family`.
+    pub async fn client(cfg: EndpointConfig) -> io::Result<Endpoint> {
+        Self::bind("0.0.0.0:0".parse().expect("address"), cfg, false).await
+    }
+
+    /// An endpoint bound to `addr`; `server` endpoints accept connections.
+    pub async fn bind(addr: SocketAddr, cfg: EndpointConfig, server: bool) -> io::Result<Endpoint> {
+        let socket = UdpSocket::bind(addr).await?;
+        crate::sockopt::grow_buffers(&socket);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                conns: HashMap::new(),
+                by_client: HashMap::new(),
+                accept_tx: server.then_some(tx),
+                jar: CookieJar::new(),
+                stats: EndpointStats::default(),
+                outbox: Vec::new(),
+                accepted: Vec::new(),
+                closing: false,
+            }),
+            notify: Notify::new(),
+            clock: Clock::new(),
+            cfg,
+            socket,
+        });
+        let driver = tokio::spawn(drive(shared.clone()));
+        Ok(Endpoint {
+            shared,
+            accept_rx: tokio::sync::Mutex::new(rx),
+            driver,
+        })
+    }
+
+    /// The socket's local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.shared.socket.local_addr()
+    }
+
+    /// Endpoint-wide counters (dropped packets by reason, datagrams in and out).
+    pub fn stats(&self) -> EndpointStats {
+        self.shared.lock().stats
+    }
+
+    /// Waits for the next incoming connection (servers only; `None` otherwise).
+    pub async fn accept(&self) -> Option<Stream> {
+        self.accept_rx.lock().await.recv().await
+    }
+
+    /// Opens a connection to `peer`: cookie round, handshake, then a stream.
+    pub async fn connect(&self, peer: SocketAddr) -> Result<Stream, NetError> {
+        let (tx, rx) = oneshot::channel();
+        let id = {
+            let mut st = self.shared.lock();
+            let id = st.fresh_id();
+            let now = self.shared.clock.now();
+            let initial = envelope::initial(self.shared.cfg.key.is_some(), id, &[], &[]);
+            let mut c = Conn::new(peer, 0, now);
+            c.phase = Phase::Hello {
+                initial,
+                tries: 0,
+                next: now,
+                deadline: now + self.shared.cfg.handshake_timeout,
+                cookie_seen: false,
+                hs: None,
+            };
+            c.connect_tx = Some(tx);
+            st.conns.insert(id, c);
+            id
+        };
+        self.shared.notify.notify_one();
+        match rx.await {
+            Ok(Ok(())) => Ok(Stream::new(self.shared.clone(), id, peer)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(NetError::EndpointClosed),
+        }
+    }
+
+    /// Waits until every connection has closed, at most `limit`; true if they all did.
+    /// Call after dropping the streams so final ACKs and FINs still go out.
+    pub async fn wait_idle(&self, limit: Duration) -> bool {
+        let end = tokio::time::Instant::now() + limit;
+        loop {
+            if self.shared.lock().conns.is_empty() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= end {
+                return false;
+            }
+            // Polling is acceptable here: this runs once at exit, not on the data path.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        st.closing = true;
+        st.accept_tx = None;
+        drop(st);
+        self.shared.notify.notify_one();
+        if self.shared.lock().conns.is_empty() {
+            self.driver.abort();
+        }
+    }
+}
+
+/// The driver task: runs until the endpoint is dropped and its connections are done.
+async fn drive(shared: Arc<Shared>) {
+    let mut buf = vec![0u8; 65_536];
+    let mut batch: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+    let mut run = Vec::with_capacity(gso::MAX_TOTAL);
+    loop {
+        let (deadline, done, accepted, accept_tx) = {
+            let mut st = shared.lock();
+            let now = shared.clock.now();
+            let next = poll_all(&shared, &mut st, now);
+            std::mem::swap(&mut batch, &mut st.outbox);
+            let accepted = std::mem::take(&mut st.accepted);
+            let tx = (!accepted.is_empty())
+                .then(|| st.accept_tx.clone())
+                .flatten();
+            (next, st.closing && st.conns.is_empty(), accepted, tx)
+        };
+        for (id, peer) in accepted {
+            if let Some(tx) = &accept_tx {
+                let _ = tx.send(Stream::new(shared.clone(), id, peer));
+            }
+        }
+        send_batch(&shared.socket, &batch, &mut run).await;
+        batch.clear();
+        if done {
+            return;
+        }
+        let sleep_to = deadline
+            .map(|d| shared.clock.to_tokio(d))
+            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
+        tokio::select! {
+            biased;
+            r = shared.socket.recv_from(&mut buf) => {
+                let mut st = shared.lock();
+                let now = shared.clock.now();
+                if let Ok((n, from)) = r {
+                    on_datagram(&shared, &mut st, now, from, &buf[..n]);
+                }
+                // Drain what is already queued before running the engines again.
+                for _ in 0..256 {
+                    match shared.socket.try_recv_from(&mut buf) {
+                        Ok((n, from)) => on_datagram(&shared, &mut st, now, from, &buf[..n]),
+                        Err(_) => break,
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(sleep_to) => {}
+            _ = shared.notify.notified() => {}
+        }
+    }
+}
+
+/// Sends a batch of datagrams, joining runs of equal-sized ones for the same peer into
+/// segmented sends where the OS offers them. A send error (unreachable host, full buffer)
+/// is a lost packet to the engine, not an error of the endpoint.
+async fn send_batch(socket: &UdpSocket, batch: &[(SocketAddr, Vec<u8>)], run: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < batch.len() {
+        let (to, first) = (&batch[i].0, &batch[i].1);
+        let seg = first.len();
+        let mut j = i + 1;
+        let mut total = seg;
+        if gso::enabled() {
+            while j < batch.len()
+                && j - i < gso::MAX_SEGMENTS
+                && batch[j].0 == *to
+                && batch[j].1.len() <= seg
+                && total + batch[j].1.len() <= gso::MAX_TOTAL
+            {
+                let short = batch[j].1.len() < seg;
+                total += batch[j].1.len();
+                j += 1;
+                if short {
+                    break; // only the last segment of a run may be shorter
+                }
+            }
+        }
+        if j - i == 1 {
+            let _ = socket.send_to(first, *to).await;
+        } else {
+            run.clear();
+            for (_, d) in &batch[i..j] {
+                run.extend_from_slice(d);
+            }
+            let _ = gso::send_run(socket, *to, run, seg).await;
+        }
+        i = j;
+    }
+}
+
+/// Runs timers and collects transmissions of every connection; returns the next deadline.
+fn poll_all(shared: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
+    let mut next: Option<Instant> = None;
+    let mut dead = Vec::new();
+    let State {
+        conns,
+        outbox,
+        stats,
+        ..
+    } = st;
+    for (&id, c) in conns.iter_mut() {
+        let (t, remove) = c.poll(shared, now, outbox, stats);
+        if let Some(t) = t {
+            next = Some(next.map_or(t, |n: Instant| n.min(t)));
+        }
+        if remove {
+            dead.push(id);
+        }
+    }
+    for id in dead {
+        if let Some(c) = st.conns.remove(&id) {
+            st.by_client.remove(&(c.peer, c.peer_id));
+        }
+    }
+    next
+}
+
+/// Handles one received datagram.
+fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, b: &[u8]) {
+    st.stats.datagrams_in += 1;
+    st.stats.bytes_in += b.len() as u64;
+    let Some(env) = envelope::parse(b) else {
+        st.stats.malformed += 1;
+        return;
+    };
+    match env {
+        Envelope::Initial {
+            secure,
+            client_id,
+            token,
+            payload,
+        } => on_initial(shared, st, now, from, secure, client_id, token, payload),
+        Envelope::Retry { client_id, token } => {
+            let Some(c) = st.conns.get_mut(&client_id).filter(|c| c.peer == from) else {
+                st.stats.unexpected += 1;
+                return;
+            };
+            c.on_retry(shared, now, client_id, token);
+        }
+        Envelope::Handshake { client_id, payload } => {
+            let Some(c) = st.conns.get_mut(&client_id).filter(|c| c.peer == from) else {
+                st.stats.unexpected += 1;
+                return;
+            };
+            if !c.on_handshake(shared, now, payload) {
+                st.stats.auth_failed += 1;
+            }
+        }
+        Envelope::Reject { client_id, reason } => {
+            let Some(c) = st.conns.get_mut(&client_id).filter(|c| c.peer == from) else {
+                st.stats.unexpected += 1;
+                return;
+            };
+            c.fail_hello(match reason {
+                RejectReason::BadKey => NetError::WrongKey,
+                RejectReason::ModeMismatch => NetError::ModeMismatch,
+                RejectReason::BadParams => NetError::BadParams,
+            });
+        }
+        Envelope::Data { dst_id, pn, body } => {
+            let State {
+                conns,
+                stats,
+                outbox,
+                ..
+            } = st;
+            let Some(c) = conns.get_mut(&dst_id) else {
+                stats.unknown_conn += 1;
+                return;
+            };
+            if c.peer != from {
+                stats.wrong_source += 1;
+                return;
+            }
+            // In-order data may be acknowledged once per batch of datagrams (a cumulative
+            // ACK loses nothing). Data past a gap is answered before the next datagram is
+            // read: the sender's loss detection counts duplicate ACKs, and one ACK per
+            // batch would hide losses until a timeout.
+            if c.on_data(now, pn, body, stats) {
+                let _ = c.poll(shared, now, outbox, stats);
+            }
+        }
+    }
+}
+
+/// Server side of the cookie round and the handshake. Nothing is stored until the client
+/// has echoed a valid token; every answer is smaller than the Initial it answers.
+#[allow(clippy::too_many_arguments)]
+fn on_initial(
+    shared: &Shared,
+    st: &mut State,
+    now: Instant,
+    from: SocketAddr,
+    secure: bool,
+    client_id: u32,
+    token: &[u8],
+    payload: &[u8],
+) {
+    if st.accept_tx.is_none() {
+        st.stats.unexpected += 1;
+        return;
+    }
+    let secs = now.as_nanos() / 1_000_000_000;
+    if !st.jar.check(token, from, client_id, secs) {
+        if !token.is_empty() {
+            st.stats.bad_token += 1;
+        }
+        st.stats.retries_sent += 1;
+        let t = st.jar.issue(from, client_id, secs);
+        st.push(from, envelope::retry(client_id, &t));
+        return;
+    }
+    let digest = blake3::hash(payload);
+    if let Some(&id) = st.by_client.get(&(from, client_id)) {
+        // A repeated Initial: our answer was lost. Send the same answer again.
+        let again = st
+            .conns
+            .get(&id)
+            .and_then(|c| c.hello.as_ref())
+            .filter(|(d, _)| *d == digest)
+            .map(|(_, a)| a.clone());
+        match again {
+            Some(a) => st.push(from, a),
+            None => st.stats.unexpected += 1,
+        }
+        return;
+    }
+    let reject = |st: &mut State, why: RejectReason| {
+        st.stats.rejects_sent += 1;
+        st.push(from, envelope::reject(client_id, why));
+    };
+    if secure != shared.cfg.key.is_some() {
+        reject(st, RejectReason::ModeMismatch);
+        return;
+    }
+    let mut plain = [0u8; 1024];
+    let mut hs = None;
+    let params = match &shared.cfg.key {
+        Some(psk) => {
+            let mut h = crypto::responder(psk);
+            match h.read_message(payload, &mut plain) {
+                Ok(n) => {
+                    hs = Some(h);
+                    ClientParams::decode(&plain[..n])
+                }
+                Err(_) => {
+                    st.stats.auth_failed += 1;
+                    reject(st, RejectReason::BadKey);
+                    return;
+                }
+            }
+        }
+        None => ClientParams::decode(payload),
+    };
+    let Some(params) = params else {
+        reject(st, RejectReason::BadParams);
+        return;
+    };
+    let id = st.fresh_id();
+    let send = params
+        .want
+        .clone()
+        .unwrap_or_else(|| shared.cfg.scheme.clone());
+    let answer = ServerParams {
+        server_id: id,
+        send: send.clone(),
+    }
+    .encode();
+    let (msg2, sealer) = match hs {
+        Some(mut h) => {
+            let mut m = vec![0u8; 1024];
+            let n = h
+                .write_message(&answer, &mut m)
+                .expect("handshake message fits");
+            m.truncate(n);
+            (m, Sealer::from_handshake(h).expect("handshake finished"))
+        }
+        None => (answer, Sealer::insecure()),
+    };
+    let reply = envelope::handshake(client_id, &msg2);
+    let mut engine = Connection::server(shared.cfg.engine_config(&send));
+    engine.set_peer_conn_id(client_id);
+    engine.set_peer_scheme(&params.send);
+    let mut c = Conn::new(from, client_id, now);
+    c.open(engine, sealer);
+    c.hello = Some((digest, reply.clone()));
+    st.conns.insert(id, c);
+    st.by_client.insert((from, client_id), id);
+    st.stats.handshakes_accepted += 1;
+    st.push(from, reply);
+    // The stream is handed out at once; the engine's own SYN exchange follows inside the
+    // encrypted channel.
+    st.accepted.push((id, from));
+}

@@ -1,0 +1,283 @@
+//! The outer datagram envelope (docs/net.md): one type byte, connection ids, and for data
+//! packets an explicit 64-bit packet number. The engine's packet travels sealed inside.
+//!
+//! Every parser here checks lengths and returns `None` for anything malformed.
+
+/// Protocol version carried in Initial packets.
+pub const VERSION: u8 = 1;
+/// Initial packets are padded to at least this size, so the server's answers (Retry,
+/// Handshake, Reject) are always smaller than what it received: no amplification.
+pub const MIN_INITIAL: usize = 1200;
+/// Bytes before a data packet's sealed body: type, destination id, packet number.
+pub const DATA_HEADER: usize = 13;
+
+/// Envelope packet types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// Client → server: opens a connection (with a cookie token on the second try).
+    Initial = 1,
+    /// Server → client: the stateless cookie to echo.
+    Retry = 2,
+    /// Server → client: the handshake answer (Noise message 2 or plain parameters).
+    Handshake = 3,
+    /// Either way: a sealed engine datagram.
+    Data = 4,
+    /// Server → client, after a valid cookie: the handshake could not be accepted.
+    Reject = 5,
+}
+
+/// Why a server refused a handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum RejectReason {
+    /// The Noise message did not authenticate: the keys differ.
+    BadKey = 1,
+    /// One side runs `--insecure` and the other does not.
+    ModeMismatch = 2,
+    /// The parameters (scheme, version) were not acceptable.
+    BadParams = 3,
+}
+
+impl RejectReason {
+    fn from_u8(b: u8) -> Option<Self> {
+        match b {
+            1 => Some(RejectReason::BadKey),
+            2 => Some(RejectReason::ModeMismatch),
+            3 => Some(RejectReason::BadParams),
+            _ => None,
+        }
+    }
+}
+
+/// A parsed envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Envelope<'a> {
+    /// See [`Kind::Initial`].
+    Initial {
+        /// True if the client encrypts (Noise); false for `--insecure`.
+        secure: bool,
+        /// The id the client wants the server to address it with.
+        client_id: u32,
+        /// Cookie token from a Retry (empty on the first try).
+        token: &'a [u8],
+        /// Noise message 1, or plain parameters when insecure.
+        payload: &'a [u8],
+    },
+    /// See [`Kind::Retry`].
+    Retry {
+        /// The client's id, echoed.
+        client_id: u32,
+        /// The token to send back.
+        token: &'a [u8],
+    },
+    /// See [`Kind::Handshake`].
+    Handshake {
+        /// The client's id, echoed.
+        client_id: u32,
+        /// Noise message 2, or plain parameters when insecure.
+        payload: &'a [u8],
+    },
+    /// See [`Kind::Data`].
+    Data {
+        /// The id of the receiving side.
+        dst_id: u32,
+        /// Packet number (the AEAD nonce).
+        pn: u64,
+        /// Sealed (or, insecure, plain) engine datagram.
+        body: &'a [u8],
+    },
+    /// See [`Kind::Reject`].
+    Reject {
+        /// The client's id, echoed.
+        client_id: u32,
+        /// Why.
+        reason: RejectReason,
+    },
+}
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Parses a datagram; `None` if it is not a well-formed envelope.
+pub fn parse(b: &[u8]) -> Option<Envelope<'_>> {
+    match *b.first()? {
+        1 => {
+            // type, version, flags, client id, token len, token, payload len, payload, padding
+            if b.len() < MIN_INITIAL || *b.get(1)? != VERSION {
+                return None;
+            }
+            let flags = *b.get(2)?;
+            if flags & !1 != 0 {
+                return None;
+            }
+            let client_id = u32_at(b, 3)?;
+            let tlen = u16_at(b, 7)? as usize;
+            let token = b.get(9..9 + tlen)?;
+            let plen = u16_at(b, 9 + tlen)? as usize;
+            let payload = b.get(11 + tlen..11 + tlen + plen)?;
+            Some(Envelope::Initial {
+                secure: flags & 1 == 1,
+                client_id,
+                token,
+                payload,
+            })
+        }
+        2 => {
+            let client_id = u32_at(b, 1)?;
+            let tlen = u16_at(b, 5)? as usize;
+            let token = b.get(7..7 + tlen)?;
+            (b.len() == 7 + tlen).then_some(Envelope::Retry { client_id, token })
+        }
+        3 => {
+            let client_id = u32_at(b, 1)?;
+            let plen = u16_at(b, 5)? as usize;
+            let payload = b.get(7..7 + plen)?;
+            (b.len() == 7 + plen).then_some(Envelope::Handshake { client_id, payload })
+        }
+        4 => Some(Envelope::Data {
+            dst_id: u32_at(b, 1)?,
+            pn: u64_at(b, 5)?,
+            body: b.get(DATA_HEADER..)?,
+        }),
+        5 => {
+            if b.len() != 6 {
+                return None;
+            }
+            Some(Envelope::Reject {
+                client_id: u32_at(b, 1)?,
+                reason: RejectReason::from_u8(b[5])?,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Writes an Initial, padded to [`MIN_INITIAL`].
+pub fn initial(secure: bool, client_id: u32, token: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(MIN_INITIAL.max(11 + token.len() + payload.len()));
+    v.push(Kind::Initial as u8);
+    v.push(VERSION);
+    v.push(secure as u8);
+    v.extend_from_slice(&client_id.to_be_bytes());
+    v.extend_from_slice(&(token.len() as u16).to_be_bytes());
+    v.extend_from_slice(token);
+    v.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    v.extend_from_slice(payload);
+    if v.len() < MIN_INITIAL {
+        v.resize(MIN_INITIAL, 0);
+    }
+    v
+}
+
+/// Writes a Retry.
+pub fn retry(client_id: u32, token: &[u8]) -> Vec<u8> {
+    let mut v = vec![Kind::Retry as u8];
+    v.extend_from_slice(&client_id.to_be_bytes());
+    v.extend_from_slice(&(token.len() as u16).to_be_bytes());
+    v.extend_from_slice(token);
+    v
+}
+
+/// Writes a Handshake.
+pub fn handshake(client_id: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = vec![Kind::Handshake as u8];
+    v.extend_from_slice(&client_id.to_be_bytes());
+    v.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// Writes a Reject.
+pub fn reject(client_id: u32, reason: RejectReason) -> Vec<u8> {
+    let mut v = vec![Kind::Reject as u8];
+    v.extend_from_slice(&client_id.to_be_bytes());
+    v.push(reason as u8);
+    v
+}
+
+/// Writes a data packet header into `out[..DATA_HEADER]`.
+pub fn data_header(out: &mut [u8], dst_id: u32, pn: u64) {
+    out[0] = Kind::Data as u8;
+    out[1..5].copy_from_slice(&dst_id.to_be_bytes());
+    out[5..13].copy_from_slice(&pn.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let i = initial(true, 7, b"tok", b"hello");
+        assert_eq!(i.len(), MIN_INITIAL);
+        assert_eq!(
+            parse(&i),
+            Some(Envelope::Initial {
+                secure: true,
+                client_id: 7,
+                token: b"tok",
+                payload: b"hello"
+            })
+        );
+        assert_eq!(
+            parse(&retry(9, b"abc")),
+            Some(Envelope::Retry {
+                client_id: 9,
+                token: b"abc"
+            })
+        );
+        assert_eq!(
+            parse(&handshake(9, b"xy")),
+            Some(Envelope::Handshake {
+                client_id: 9,
+                payload: b"xy"
+            })
+        );
+        assert_eq!(
+            parse(&reject(3, RejectReason::BadKey)),
+            Some(Envelope::Reject {
+                client_id: 3,
+                reason: RejectReason::BadKey
+            })
+        );
+        let mut d = vec![0u8; 20];
+        data_header(&mut d, 5, 99);
+        assert_eq!(
+            parse(&d),
+            Some(Envelope::Data {
+                dst_id: 5,
+                pn: 99,
+                body: &[0u8; 7]
+            })
+        );
+    }
+
+    #[test]
+    fn malformed_is_none_never_panics() {
+        let i = initial(false, 1, b"", b"p");
+        assert!(parse(&i[..100]).is_none(), "short Initial");
+        assert!(parse(&[]).is_none());
+        assert!(parse(&[9, 1, 2]).is_none());
+        assert!(parse(&[4, 0, 0]).is_none());
+        let mut seed = 1u64;
+        for len in 0..1400 {
+            let mut b = vec![0u8; len];
+            for x in b.iter_mut() {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                *x = (seed >> 56) as u8;
+            }
+            if len > 0 {
+                b[0] = (len % 6) as u8;
+            }
+            let _ = parse(&b);
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Errors a connection can end with, worded for the person at the terminal.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Why a connection could not be opened or did not finish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetError {
+    /// Nothing came back from the peer during the handshake.
+    NoAnswer {
+        /// The address tried.
+        peer: SocketAddr,
+        /// How long we waited.
+        waited: Duration,
+        /// True if the server answered the cookie round (so it is there) but never the
+        /// handshake.
+        cookie_seen: bool,
+    },
+    /// The server could not authenticate our handshake: the keys differ.
+    WrongKey,
+    /// One side runs `--insecure` and the other does not.
+    ModeMismatch,
+    /// The server refused the proposed scheme or version.
+    BadParams,
+    /// The peer stopped answering an open connection.
+    PeerTimeout(Duration),
+    /// The peer reset (aborted) the connection.
+    Reset,
+    /// The endpoint was shut down.
+    EndpointClosed,
+}
+
+impl std::fmt::Display for NetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NetError::NoAnswer {
+                peer,
+                waited,
+                cookie_seen: false,
+            } => write!(
+                f,
+                "no answer from {peer} within {:.1} s: is a tcpfec server listening there, and is the UDP port reachable?",
+                waited.as_secs_f64()
+            ),
+            NetError::NoAnswer { peer, waited, .. } => write!(
+                f,
+                "{peer} answered the address check but not the handshake within {:.1} s",
+                waited.as_secs_f64()
+            ),
+            NetError::WrongKey => write!(
+                f,
+                "the server rejected the handshake: wrong key (both sides need the same --key-file)"
+            ),
+            NetError::ModeMismatch => write!(
+                f,
+                "the server rejected the handshake: one side runs --insecure and the other does not"
+            ),
+            NetError::BadParams => write!(
+                f,
+                "the server rejected the handshake: it does not accept the proposed scheme or version"
+            ),
+            NetError::PeerTimeout(d) => write!(
+                f,
+                "the peer stopped answering: nothing authentic received for {:.1} s (peer gone or path down)",
+                d.as_secs_f64()
+            ),
+            NetError::Reset => write!(f, "the peer reset the connection"),
+            NetError::EndpointClosed => write!(f, "the endpoint was shut down"),
+        }
+    }
+}
+
+impl std::error::Error for NetError {}
+
+impl From<NetError> for std::io::Error {
+    fn from(e: NetError) -> Self {
+        use std::io::ErrorKind as K;
+        let kind = match e {
+            NetError::NoAnswer { .. } | NetError::PeerTimeout(_) => K::TimedOut,
+            NetError::WrongKey | NetError::ModeMismatch => K::PermissionDenied,
+            NetError::BadParams => K::InvalidInput,
+            NetError::Reset => K::ConnectionReset,
+            NetError::EndpointClosed => K::NotConnected,
+        };
+        std::io::Error::new(kind, e)
+    }
+}
+
+/// The [`NetError`] inside an I/O error, if that is what it carries.
+pub fn net_error(e: &std::io::Error) -> Option<&NetError> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<NetError>())
+}

@@ -1,0 +1,53 @@
+//! Endpoint-wide counters: what arrived, what was sent, and every reason a datagram was
+//! dropped without an answer.
+
+/// Counters of one endpoint (all connections together).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Datagrams received.
+    pub datagrams_in: u64,
+    /// Bytes received (UDP payload).
+    pub bytes_in: u64,
+    /// Datagrams sent.
+    pub datagrams_out: u64,
+    /// Bytes sent (UDP payload).
+    pub bytes_out: u64,
+    /// Not a well-formed envelope (random bytes, truncated packets).
+    pub malformed: u64,
+    /// Failed authentication: forged or corrupted data packets, bad handshakes.
+    pub auth_failed: u64,
+    /// Data packets whose packet number was already seen or is too old (replays).
+    pub replayed: u64,
+    /// Data packets for a connection id this endpoint does not have.
+    pub unknown_conn: u64,
+    /// Data packets for a known connection from another address.
+    pub wrong_source: u64,
+    /// Authenticated packets the engine could not parse.
+    pub bad_inner: u64,
+    /// Handshake packets that fit no connection attempt in progress.
+    pub unexpected: u64,
+    /// Initials carrying an invalid or expired cookie token.
+    pub bad_token: u64,
+    /// Retry (cookie) packets sent.
+    pub retries_sent: u64,
+    /// Handshakes refused with a Reject.
+    pub rejects_sent: u64,
+    /// Handshakes completed (server side).
+    pub handshakes_accepted: u64,
+    /// Keep-alive packets sent on idle connections.
+    pub keepalives_sent: u64,
+}
+
+impl EndpointStats {
+    /// Datagrams dropped without effect, all reasons together.
+    pub fn dropped(&self) -> u64 {
+        self.malformed
+            + self.auth_failed
+            + self.replayed
+            + self.unknown_conn
+            + self.wrong_source
+            + self.bad_inner
+            + self.unexpected
+            + self.bad_token
+    }
+}

@@ -1,0 +1,199 @@
+//! [`Stream`]: one tcpfec connection as a tokio byte stream, usable wherever a `TcpStream`
+//! is (`AsyncRead` + `AsyncWrite`, `tokio::io::copy`, `split`, …).
+
+use crate::endpoint::Shared;
+use crate::error::NetError;
+use bytes::Bytes;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tcpfec_proto::Stats;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A reliable, ordered byte stream over one tcpfec connection.
+///
+/// Dropping it finishes the stream (like closing a socket): queued bytes are still
+/// delivered while the endpoint lives.
+pub struct Stream {
+    shared: Arc<Shared>,
+    id: u32,
+    peer: SocketAddr,
+}
+
+impl Stream {
+    pub(crate) fn new(shared: Arc<Shared>, id: u32, peer: SocketAddr) -> Self {
+        Stream { shared, id, peer }
+    }
+
+    /// The peer's UDP address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// The engine's counters for this connection (sent, retransmitted, repairs, recovered…).
+    pub fn stats(&self) -> Stats {
+        self.watch().stats()
+    }
+
+    /// A handle that reads this connection's counters while the stream is busy elsewhere
+    /// (for progress displays).
+    pub fn watch(&self) -> Watch {
+        Watch {
+            shared: self.shared.clone(),
+            id: self.id,
+        }
+    }
+
+    /// The error the connection ended with, if any.
+    pub fn error(&self) -> Option<NetError> {
+        let st = self.shared.lock();
+        st.conns.get(&self.id).and_then(|c| c.error.clone())
+    }
+
+    /// The name of the scheme this side sends with.
+    pub fn scheme(&self) -> String {
+        let st = self.shared.lock();
+        st.conns
+            .get(&self.id)
+            .and_then(|c| c.engine.as_ref())
+            .map(|e| e.config().scheme.name.clone())
+            .unwrap_or_default()
+    }
+
+    /// Aborts the connection: the peer gets a reset.
+    pub fn abort(&self) {
+        let mut st = self.shared.lock();
+        if let Some(e) = st.conns.get_mut(&self.id).and_then(|c| c.engine.as_mut()) {
+            e.abort();
+        }
+        drop(st);
+        self.shared.notify.notify_one();
+    }
+}
+
+/// Reads one connection's counters from outside its [`Stream`].
+#[derive(Clone)]
+pub struct Watch {
+    shared: Arc<Shared>,
+    id: u32,
+}
+
+impl Watch {
+    /// The engine's counters (zero once the connection is gone).
+    pub fn stats(&self) -> Stats {
+        let st = self.shared.lock();
+        st.conns
+            .get(&self.id)
+            .and_then(|c| c.engine.as_ref())
+            .map(|e| e.stats())
+            .unwrap_or_default()
+    }
+
+    /// Endpoint-wide counters (drops by reason).
+    pub fn endpoint(&self) -> crate::stats::EndpointStats {
+        self.shared.lock().stats
+    }
+}
+
+fn gone() -> io::Error {
+    NetError::EndpointClosed.into()
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let mut st = self.shared.lock();
+        let Some(c) = st.conns.get_mut(&self.id) else {
+            return Poll::Ready(Err(gone()));
+        };
+        let Some(engine) = c.engine.as_mut() else {
+            return Poll::Ready(Err(gone()));
+        };
+        let n = engine.read(buf.initialize_unfilled());
+        if n > 0 {
+            buf.advance(n);
+            drop(st);
+            // Reading opens the receive window: let the driver advertise it.
+            self.shared.notify.notify_one();
+            return Poll::Ready(Ok(()));
+        }
+        if engine.peer_finished() {
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(e) = &c.error {
+            return Poll::Ready(Err(e.clone().into()));
+        }
+        if engine.is_closed() {
+            return Poll::Ready(Err(NetError::Reset.into()));
+        }
+        c.read_waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let mut st = self.shared.lock();
+        let Some(c) = st.conns.get_mut(&self.id) else {
+            return Poll::Ready(Err(gone()));
+        };
+        if let Some(e) = &c.error {
+            return Poll::Ready(Err(e.clone().into()));
+        }
+        let Some(engine) = c.engine.as_mut() else {
+            return Poll::Ready(Err(gone()));
+        };
+        if engine.is_closed() {
+            return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
+        }
+        let cap = engine.write_capacity().min(buf.len());
+        if cap == 0 {
+            c.write_waker = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        let n = engine.write(Bytes::copy_from_slice(&buf[..cap]));
+        drop(st);
+        self.shared.notify.notify_one();
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Bytes accepted by `write` are the engine's to deliver; nothing is held here.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut st = self.shared.lock();
+        if let Some(e) = st.conns.get_mut(&self.id).and_then(|c| c.engine.as_mut()) {
+            e.finish();
+        }
+        drop(st);
+        self.shared.notify.notify_one();
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        if let Some(c) = st.conns.get_mut(&self.id) {
+            c.detached = true;
+            c.read_waker = None;
+            c.write_waker = None;
+            if let Some(e) = c.engine.as_mut() {
+                e.finish();
+            }
+        }
+        drop(st);
+        self.shared.notify.notify_one();
+    }
+}

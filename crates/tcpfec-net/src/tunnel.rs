@@ -1,0 +1,225 @@
+//! Port forwarding over tcpfec: every TCP connection accepted by the tunnel client becomes
+//! one tcpfec connection to the tunnel server, which opens a TCP connection to the target.
+//! UDP datagrams are forwarded too: one tcpfec connection per UDP source address, each
+//! datagram framed with a 2-byte length.
+//!
+//! The first byte a tunnel client writes on a new stream says what it carries.
+
+use crate::endpoint::Endpoint;
+use crate::stream::Stream;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::mpsc;
+
+const KIND_TCP: u8 = 1;
+const KIND_UDP: u8 = 2;
+/// Datagrams queued towards one tcpfec stream before new ones are dropped (UDP semantics:
+/// a slow path loses datagrams rather than buffering without bound).
+const UDP_QUEUE: usize = 1024;
+
+/// Counters of a tunnel end.
+#[derive(Debug, Default)]
+pub struct TunnelStats {
+    /// TCP connections forwarded.
+    pub tcp_connections: AtomicU64,
+    /// UDP flows (distinct source addresses) forwarded.
+    pub udp_flows: AtomicU64,
+    /// Forwarded connections that ended with an error.
+    pub failures: AtomicU64,
+}
+
+/// Tunnel server: accepts tcpfec streams on `endpoint` and connects each to `target`.
+pub async fn serve(endpoint: Arc<Endpoint>, target: String, stats: Arc<TunnelStats>) {
+    while let Some(mut stream) = endpoint.accept().await {
+        let target = target.clone();
+        let stats = stats.clone();
+        tokio::spawn(async move {
+            let r = match stream.read_u8().await {
+                Ok(KIND_TCP) => {
+                    stats.tcp_connections.fetch_add(1, Ordering::Relaxed);
+                    serve_tcp(stream, &target).await
+                }
+                Ok(KIND_UDP) => {
+                    stats.udp_flows.fetch_add(1, Ordering::Relaxed);
+                    serve_udp(stream, &target).await
+                }
+                Ok(_) => Err(io::Error::other("unknown tunnel stream kind")),
+                // A client checking reachability and key opens and closes a stream.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(()),
+                Err(e) => Err(e),
+            };
+            if r.is_err() {
+                stats.failures.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+}
+
+async fn serve_tcp(mut stream: Stream, target: &str) -> io::Result<()> {
+    let mut tcp = TcpStream::connect(target).await?;
+    let _ = tcp.set_nodelay(true);
+    tokio::io::copy_bidirectional(&mut tcp, &mut stream).await?;
+    Ok(())
+}
+
+async fn serve_udp(stream: Stream, target: &str) -> io::Result<()> {
+    let sock = UdpSocket::bind(if target.starts_with('[') {
+        "[::]:0"
+    } else {
+        "0.0.0.0:0"
+    })
+    .await?;
+    sock.connect(target).await?;
+    let sock = Arc::new(sock);
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let up = sock.clone();
+    let to_target = async move {
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let Some(n) = read_frame(&mut rd, &mut buf).await? else {
+                return io::Result::Ok(());
+            };
+            let _ = up.send(&buf[..n]).await;
+        }
+    };
+    let from_target = async move {
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let n = match sock.recv(&mut buf).await {
+                Ok(n) => n,
+                Err(_) => continue, // ICMP unreachable from the target: datagram lost
+            };
+            write_frame(&mut wr, &buf[..n]).await?;
+        }
+    };
+    tokio::select! {
+        r = to_target => r,
+        r = from_target => r,
+    }
+}
+
+async fn read_frame<R: tokio::io::AsyncRead + Unpin>(
+    r: &mut R,
+    buf: &mut [u8],
+) -> io::Result<Option<usize>> {
+    let n = match r.read_u16().await {
+        Ok(n) => n as usize,
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    r.read_exact(&mut buf[..n]).await?;
+    Ok(Some(n))
+}
+
+async fn write_frame<W: tokio::io::AsyncWrite + Unpin>(w: &mut W, d: &[u8]) -> io::Result<()> {
+    let mut v = Vec::with_capacity(d.len() + 2);
+    v.extend_from_slice(&(d.len() as u16).to_be_bytes());
+    v.extend_from_slice(d);
+    w.write_all(&v).await
+}
+
+/// Tunnel client, TCP: forwards every connection accepted on `listener` to `server`.
+pub async fn client_tcp(
+    endpoint: Arc<Endpoint>,
+    listener: TcpListener,
+    server: SocketAddr,
+    stats: Arc<TunnelStats>,
+) {
+    loop {
+        let Ok((mut tcp, _)) = listener.accept().await else {
+            continue;
+        };
+        let endpoint = endpoint.clone();
+        let stats = stats.clone();
+        tokio::spawn(async move {
+            stats.tcp_connections.fetch_add(1, Ordering::Relaxed);
+            let _ = tcp.set_nodelay(true);
+            let r = async {
+                let mut s = endpoint.connect(server).await?;
+                s.write_all(&[KIND_TCP]).await?;
+                tokio::io::copy_bidirectional(&mut tcp, &mut s).await?;
+                io::Result::Ok(())
+            }
+            .await;
+            if r.is_err() {
+                stats.failures.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+}
+
+/// Tunnel client, UDP: forwards datagrams arriving on `sock`, one tcpfec stream per source
+/// address; answers go back to that address.
+pub async fn client_udp(
+    endpoint: Arc<Endpoint>,
+    sock: UdpSocket,
+    server: SocketAddr,
+    stats: Arc<TunnelStats>,
+) {
+    let sock = Arc::new(sock);
+    let mut flows: HashMap<SocketAddr, mpsc::Sender<Vec<u8>>> = HashMap::new();
+    let mut buf = vec![0u8; 65_536];
+    loop {
+        let Ok((n, from)) = sock.recv_from(&mut buf).await else {
+            continue;
+        };
+        if flows.get(&from).is_some_and(|tx| tx.is_closed()) {
+            flows.remove(&from);
+        }
+        let tx = flows.entry(from).or_insert_with(|| {
+            stats.udp_flows.fetch_add(1, Ordering::Relaxed);
+            let (tx, rx) = mpsc::channel(UDP_QUEUE);
+            tokio::spawn(udp_flow(
+                endpoint.clone(),
+                server,
+                sock.clone(),
+                from,
+                rx,
+                stats.clone(),
+            ));
+            tx
+        });
+        let _ = tx.try_send(buf[..n].to_vec());
+    }
+}
+
+async fn udp_flow(
+    endpoint: Arc<Endpoint>,
+    server: SocketAddr,
+    sock: Arc<UdpSocket>,
+    from: SocketAddr,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    stats: Arc<TunnelStats>,
+) {
+    let r = async {
+        let mut s = endpoint.connect(server).await?;
+        s.write_all(&[KIND_UDP]).await?;
+        let (mut rd, mut wr) = tokio::io::split(s);
+        let out = async {
+            while let Some(d) = rx.recv().await {
+                write_frame(&mut wr, &d).await?;
+            }
+            io::Result::Ok(())
+        };
+        let back = async {
+            let mut buf = vec![0u8; 65_536];
+            while let Some(n) = read_frame(&mut rd, &mut buf).await? {
+                let _ = sock.send_to(&buf[..n], from).await;
+            }
+            io::Result::Ok(())
+        };
+        tokio::select! {
+            r = out => r,
+            r = back => r,
+        }
+    }
+    .await;
+    if r.is_err() {
+        stats.failures.fetch_add(1, Ordering::Relaxed);
+    }
+}

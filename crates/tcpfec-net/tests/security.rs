@@ -1,0 +1,239 @@
+//! Attacks and failures on a live server: garbage, truncated, forged and replayed packets
+//! are dropped and counted while a transfer completes; a wrong key fails fast; a killed
+//! receiver gives the sender a clear error in bounded time.
+
+mod common;
+
+use common::{any, client, config, data, server};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tcpfec_net::error::net_error;
+use tcpfec_net::{NetError, Psk};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+
+/// A transparent UDP proxy that copies every client → server datagram to `tap` and can
+/// inject datagrams towards the server from its own (the client's apparent) address.
+async fn tapping_proxy(
+    server: SocketAddr,
+) -> (SocketAddr, Arc<UdpSocket>, mpsc::UnboundedReceiver<Vec<u8>>) {
+    let front = Arc::new(UdpSocket::bind(any()).await.unwrap());
+    let back = Arc::new(UdpSocket::bind(any()).await.unwrap());
+    back.connect(server).await.unwrap();
+    let addr = front.local_addr().unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (f, b) = (front.clone(), back.clone());
+    let client = Arc::new(std::sync::Mutex::new(None::<SocketAddr>));
+    let c2 = client.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let (n, from) = f.recv_from(&mut buf).await.unwrap();
+            *c2.lock().unwrap() = Some(from);
+            let _ = tx.send(buf[..n].to_vec());
+            let _ = b.send(&buf[..n]).await;
+        }
+    });
+    let (f, b) = (front.clone(), back.clone());
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let Ok(n) = b.recv(&mut buf).await else {
+                continue;
+            };
+            let to = *client.lock().unwrap();
+            if let Some(to) = to {
+                let _ = f.send_to(&buf[..n], to).await;
+            }
+        }
+    });
+    (addr, back, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_forged_truncated_and_replayed_packets_are_dropped_and_counted() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let cfg = config(Some(Psk::generate()), "sack");
+        let srv = Arc::new(server(cfg.clone()).await);
+        let srv_addr = srv.local_addr().unwrap();
+        let (entry, inject, mut tap) = tapping_proxy(srv_addr).await;
+        const LEN: usize = 8 << 20;
+        let s2 = srv.clone();
+        let receiver = tokio::spawn(async move {
+            let mut s = s2.accept().await.unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).await.unwrap();
+            s.write_all(blake3::hash(&got).as_bytes()).await.unwrap();
+            s.shutdown().await.unwrap();
+            got.len()
+        });
+        // The attacker: replays, bit-flips and truncates what it sees, adds random bytes,
+        // and sends spoofed Initials from its own socket.
+        let stranger = UdpSocket::bind(any()).await.unwrap();
+        let attacker = tokio::spawn(async move {
+            let mut seen = 0u64;
+            let mut x = 12345u64;
+            while let Some(d) = tap.recv().await {
+                seen += 1;
+                if !seen.is_multiple_of(7) || d.first() != Some(&4) {
+                    continue;
+                }
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let _ = inject.send(&d).await; // replay
+                                               // Forged: a fresh packet number (so the replay window lets it through to the
+                                               // AEAD) and a flipped body byte.
+                let mut forged = d.clone();
+                let pn = u64::from_be_bytes(forged[5..13].try_into().unwrap()) + 1_000_000;
+                forged[5..13].copy_from_slice(&pn.to_be_bytes());
+                let i = 13 + (x as usize % (forged.len() - 13));
+                forged[i] ^= 0x5a;
+                let _ = inject.send(&forged).await;
+                let cut = (x >> 20) as usize % d.len();
+                let _ = inject.send(&d[..cut]).await; // truncated
+                let junk: Vec<u8> = (0..(x >> 40) as usize % 1500)
+                    .map(|k| (x >> (k % 56)) as u8)
+                    .collect();
+                let _ = inject.send(&junk).await; // random
+                if seen.is_multiple_of(70) {
+                    let spoof = tcpfec_net::envelope::initial(true, x as u32, &[7; 24], &[1; 48]);
+                    let _ = stranger.send_to(&spoof, srv_addr).await;
+                }
+            }
+        });
+        let payload = data(LEN, 9);
+        let cli = client(cfg).await;
+        let mut s = cli.connect(entry).await.unwrap();
+        s.write_all(&payload).await.unwrap();
+        s.shutdown().await.unwrap();
+        let mut h = Vec::new();
+        s.read_to_end(&mut h).await.unwrap();
+        assert_eq!(h.as_slice(), blake3::hash(&payload).as_bytes());
+        assert_eq!(receiver.await.unwrap(), LEN);
+        attacker.abort();
+        let st = srv.stats();
+        eprintln!("{st:?}");
+        assert!(st.replayed > 0, "replays counted: {st:?}");
+        assert!(st.auth_failed > 0, "forgeries counted: {st:?}");
+        assert!(st.malformed > 0, "garbage counted: {st:?}");
+        assert!(st.bad_token > 0, "spoofed Initials counted: {st:?}");
+        assert_eq!(st.handshakes_accepted, 1, "no state for spoofed Initials");
+        assert_eq!(
+            st.bad_inner, 0,
+            "nothing unauthenticated reached the engine"
+        );
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_key_fails_fast_with_a_clear_error() {
+    let srv = server(config(Some(Psk::generate()), "sack")).await;
+    let cli = client(config(Some(Psk::generate()), "sack")).await;
+    let start = Instant::now();
+    let e = cli.connect(srv.local_addr().unwrap()).await.err().unwrap();
+    assert_eq!(e, NetError::WrongKey);
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(e.to_string().contains("wrong key"), "{e}");
+    assert_eq!(srv.stats().auth_failed, 1);
+    // Insecure against secure: refused too, with its own message.
+    let plain = client(config(None, "sack")).await;
+    let e = plain
+        .connect(srv.local_addr().unwrap())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e, NetError::ModeMismatch);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_peer_fails_after_the_handshake_timeout() {
+    // A bound socket that never answers.
+    let silent = UdpSocket::bind(any()).await.unwrap();
+    let mut cfg = config(Some(Psk::generate()), "sack");
+    cfg.handshake_timeout = Duration::from_secs(1);
+    let cli = client(cfg).await;
+    let e = cli
+        .connect(silent.local_addr().unwrap())
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            e,
+            NetError::NoAnswer {
+                cookie_seen: false,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("no answer"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_receiver_gives_the_sender_a_clear_error_in_bounded_time() {
+    let key = Psk::generate();
+    let mut cfg = config(Some(key), "sack");
+    cfg.idle_timeout = Duration::from_secs(2);
+    // The receiver lives in its own runtime on its own thread, so it can be killed at once
+    // (tasks and socket gone, as when the process dies).
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (kill_tx, kill_rx) = std::sync::mpsc::channel::<()>();
+    let scfg = cfg.clone();
+    let killer = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (got_tx, got_rx) = std::sync::mpsc::channel::<()>();
+        rt.spawn(async move {
+            let srv = server(scfg).await;
+            addr_tx.send(srv.local_addr().unwrap()).unwrap();
+            let mut s = srv.accept().await.unwrap();
+            let mut buf = vec![0u8; 1 << 16];
+            let mut n = 0;
+            while n < (1 << 20) {
+                n += s.read(&mut buf).await.unwrap();
+            }
+            got_tx.send(()).unwrap();
+            std::future::pending::<()>().await;
+        });
+        got_rx.recv().unwrap();
+        let _ = kill_rx.recv_timeout(Duration::from_millis(0));
+        rt.shutdown_background();
+    });
+    let addr = addr_rx.recv().unwrap();
+    let cli = client(cfg).await;
+    let mut s = cli.connect(addr).await.unwrap();
+    let big = data(64 << 20, 5);
+    let start = Instant::now();
+    let r = tokio::time::timeout(Duration::from_secs(30), async {
+        s.write_all(&big).await?;
+        s.shutdown().await?;
+        let mut v = Vec::new();
+        s.read_to_end(&mut v).await
+    })
+    .await
+    .expect("the sender must not hang");
+    let _ = kill_tx.send(());
+    killer.join().unwrap();
+    let e = r.expect_err("the transfer cannot succeed");
+    let ne = net_error(&e).cloned();
+    assert!(matches!(ne, Some(NetError::PeerTimeout(_))), "{e:?}");
+    assert!(e.to_string().contains("stopped answering"), "{e}");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+}

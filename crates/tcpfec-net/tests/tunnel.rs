@@ -1,0 +1,123 @@
+//! The tunnel on loopback: 20 concurrent TCP connections and a UDP echo, each through its
+//! own tcpfec connection, all encrypted.
+
+mod common;
+
+use common::{any, client, config, data, server};
+use std::sync::Arc;
+use std::time::Duration;
+use tcpfec_net::tunnel::{self, TunnelStats};
+use tcpfec_net::{Psk, DEFAULT_SCHEME};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+
+/// A TCP echo server; returns its address.
+async fn tcp_echo() -> std::net::SocketAddr {
+    let l = TcpListener::bind(any()).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = l.accept().await.unwrap();
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    addr
+}
+
+/// A UDP echo server on the same port number as nothing in particular; returns its address.
+async fn udp_echo() -> std::net::SocketAddr {
+    let s = UdpSocket::bind(any()).await.unwrap();
+    let addr = s.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let (n, from) = s.recv_from(&mut buf).await.unwrap();
+            s.send_to(&buf[..n], from).await.unwrap();
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_tcp_connections_and_udp_echo() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let key = Psk::generate();
+        let cfg = config(Some(key), DEFAULT_SCHEME);
+        let tcp_target = tcp_echo().await;
+        let udp_target = udp_echo().await;
+
+        // TCP tunnel.
+        let srv = Arc::new(server(cfg.clone()).await);
+        let srv_addr = srv.local_addr().unwrap();
+        let sstats = Arc::new(TunnelStats::default());
+        tokio::spawn(tunnel::serve(srv, tcp_target.to_string(), sstats.clone()));
+        let cli = Arc::new(client(cfg.clone()).await);
+        let listener = TcpListener::bind(any()).await.unwrap();
+        let entry = listener.local_addr().unwrap();
+        let cstats = Arc::new(TunnelStats::default());
+        tokio::spawn(tunnel::client_tcp(
+            cli.clone(),
+            listener,
+            srv_addr,
+            cstats.clone(),
+        ));
+
+        let mut tasks = Vec::new();
+        for i in 0..20u64 {
+            tasks.push(tokio::spawn(async move {
+                let msg = data(200_000 + i as usize * 1000, i);
+                let mut s = TcpStream::connect(entry).await.unwrap();
+                let (mut r, mut w) = s.split();
+                let send = async {
+                    w.write_all(&msg).await.unwrap();
+                    w.shutdown().await.unwrap();
+                };
+                let mut back = Vec::new();
+                let recv = r.read_to_end(&mut back);
+                let (_, got) = tokio::join!(send, recv);
+                got.unwrap();
+                assert!(back == msg, "connection {i}: echo differs");
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(
+            sstats
+                .tcp_connections
+                .load(std::sync::atomic::Ordering::Relaxed),
+            20
+        );
+
+        // UDP tunnel: a separate server endpoint forwarding to the UDP echo.
+        let usrv = Arc::new(server(cfg.clone()).await);
+        let usrv_addr = usrv.local_addr().unwrap();
+        tokio::spawn(tunnel::serve(
+            usrv,
+            udp_target.to_string(),
+            Arc::new(TunnelStats::default()),
+        ));
+        let usock = UdpSocket::bind(any()).await.unwrap();
+        let uentry = usock.local_addr().unwrap();
+        tokio::spawn(tunnel::client_udp(
+            cli,
+            usock,
+            usrv_addr,
+            Arc::new(TunnelStats::default()),
+        ));
+        let app = UdpSocket::bind(any()).await.unwrap();
+        app.connect(uentry).await.unwrap();
+        let mut buf = [0u8; 2000];
+        for i in 0..50u32 {
+            let d = data(100 + i as usize * 20, i as u64);
+            app.send(&d).await.unwrap();
+            let n = app.recv(&mut buf).await.unwrap();
+            assert_eq!(&buf[..n], &d[..], "datagram {i}");
+        }
+    })
+    .await
+    .expect("tunnel test in time");
+}

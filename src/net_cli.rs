@@ -1,0 +1,712 @@
+//! The real-network commands: keygen, send, recv, tunnel, relay. Thin glue over
+//! `tcpfec-net`: parse flags, build endpoints, show progress, print counters.
+
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tcpfec_net::relay::{LinkSpec, Relay, RelayConfig};
+use tcpfec_net::stream::Watch;
+use tcpfec_net::transfer::{self, FileOutcome};
+use tcpfec_net::tunnel::{self, TunnelStats};
+use tcpfec_net::{Endpoint, EndpointConfig, EndpointStats, Psk, DEFAULT_SCHEME};
+use tcpfec_proto::{Scheme, Stats};
+use tcpfec_sim::{units, LossSpec};
+
+/// Key and encryption flags shared by every command that talks.
+#[derive(Args, Clone)]
+pub struct Security {
+    /// Pre-shared key file (make one with `tcpfec keygen --out FILE`; copy it to the peer).
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
+    /// No encryption and no authentication: anyone on the path can read and forge
+    /// packets. For research on trusted networks only.
+    #[arg(long)]
+    insecure: bool,
+}
+
+impl Security {
+    fn key(&self) -> Result<Option<Psk>, String> {
+        match (&self.key_file, self.insecure) {
+            (Some(_), true) => Err("--insecure and --key-file exclude each other".into()),
+            (Some(path), false) => Psk::read(path)
+                .map(Some)
+                .map_err(|e| format!("--key-file: {e}")),
+            (None, true) => {
+                eprintln!(
+                    "WARNING: --insecure: NO ENCRYPTION, NO AUTHENTICATION. Anyone on the path \
+                     can read, change and inject data. Use --key-file outside research setups."
+                );
+                Ok(None)
+            }
+            (None, false) => Err(
+                "--key-file FILE is required (make one with `tcpfec keygen --out FILE`), \
+                 or --insecure for an unencrypted research run"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// Counter output flags.
+#[derive(Args, Clone)]
+pub struct Report {
+    /// Print connection counters at exit and whenever SIGUSR1 arrives.
+    #[arg(long)]
+    stats: bool,
+    /// Machine-readable output: one JSON object per event on stdout, no progress bar.
+    #[arg(long)]
+    json: bool,
+    /// Seconds without an authentic packet after which a connection is declared dead.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    idle_timeout: f64,
+}
+
+/// `tcpfec keygen`.
+#[derive(Args)]
+pub struct KeygenArgs {
+    /// Where to write the key (refuses to overwrite; mode 0600).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+/// `tcpfec send`.
+#[derive(Args)]
+#[command(override_usage = "tcpfec send [OPTIONS] <FILE>... <ADDR>")]
+pub struct SendArgs {
+    /// Files to send, then the receiver's address (HOST:PORT).
+    #[arg(required = true, num_args = 2.., value_name = "FILE|ADDR")]
+    args: Vec<String>,
+    #[command(flatten)]
+    security: Security,
+    /// Congestion-control / FEC scheme for the data direction. The default,
+    /// anker-8-3-cubic (Reed-Solomon 8 data + 3 repair per block, recovered losses not
+    /// treated as congestion, CUBIC growth), kept the most goodput over 1-2 % loss on long
+    /// paths in our measurements and degrades gently beyond (docs/net.md). It spends 27 %
+    /// of the capacity on repair: on a clean path use `sack`; at about 1 % loss
+    /// anker-16-3-cubic is faster; at 5 % anker-8-4-cubic.
+    #[arg(long, default_value = DEFAULT_SCHEME)]
+    scheme: String,
+    #[command(flatten)]
+    report: Report,
+}
+
+/// `tcpfec recv`.
+#[derive(Args)]
+pub struct RecvArgs {
+    /// UDP address to listen on, e.g. 0.0.0.0:7000.
+    #[arg(long)]
+    listen: String,
+    /// Directory to store received files in.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Overwrite existing files.
+    #[arg(long)]
+    force: bool,
+    /// Exit after the first connection (exit status says whether it succeeded).
+    #[arg(long)]
+    once: bool,
+    #[command(flatten)]
+    security: Security,
+    /// Scheme for the answers this side sends (tiny; the sender chooses its own).
+    #[arg(long, default_value = "sack")]
+    scheme: String,
+    #[command(flatten)]
+    report: Report,
+}
+
+/// `tcpfec tunnel`.
+#[derive(Subcommand)]
+pub enum TunnelSide {
+    /// Accept tcpfec connections and forward each to HOST:PORT.
+    Server {
+        /// UDP address to listen on.
+        #[arg(long)]
+        listen: String,
+        /// Where to forward (TCP, and UDP with --udp).
+        #[arg(long, value_name = "HOST:PORT")]
+        to: String,
+        /// Forward UDP datagrams too.
+        #[arg(long)]
+        udp: bool,
+        #[command(flatten)]
+        security: Security,
+        /// Scheme for the server → client direction (see `tcpfec send --help`).
+        #[arg(long, default_value = DEFAULT_SCHEME)]
+        scheme: String,
+        #[command(flatten)]
+        report: Report,
+    },
+    /// Accept local TCP connections (and UDP datagrams with --udp) and carry each over
+    /// its own tcpfec connection to the tunnel server.
+    Client {
+        /// Local address to accept on, e.g. 127.0.0.1:8080.
+        #[arg(long)]
+        listen: String,
+        /// The tunnel server's UDP address.
+        #[arg(long)]
+        server: String,
+        /// Forward UDP datagrams too (same local port number).
+        #[arg(long)]
+        udp: bool,
+        #[command(flatten)]
+        security: Security,
+        /// Scheme for the client → server direction (see `tcpfec send --help`).
+        #[arg(long, default_value = DEFAULT_SCHEME)]
+        scheme: String,
+        #[command(flatten)]
+        report: Report,
+    },
+}
+
+/// `tcpfec relay`.
+#[derive(Args)]
+pub struct RelayArgs {
+    /// UDP address clients send to.
+    #[arg(long)]
+    listen: String,
+    /// UDP address to forward to.
+    #[arg(long)]
+    to: String,
+    /// Link rate each way, e.g. 50mbit [default: unlimited].
+    #[arg(long)]
+    rate: Option<String>,
+    /// One-way delay each way, e.g. 50ms.
+    #[arg(long, default_value = "0ms")]
+    delay: String,
+    /// Drop-tail queue per direction, packets [default: one bandwidth-delay product, at
+    /// least 64].
+    #[arg(long)]
+    queue: Option<usize>,
+    /// Random loss listen → to, e.g. 1%.
+    #[arg(long, default_value = "0")]
+    loss: String,
+    /// Gilbert-Elliott loss listen → to instead: p,r,h,k.
+    #[arg(long)]
+    ge: Option<String>,
+    /// Random loss to → listen.
+    #[arg(long, default_value = "0")]
+    loss_back: String,
+    /// Gilbert-Elliott loss to → listen instead: p,r,h,k.
+    #[arg(long)]
+    ge_back: Option<String>,
+    /// Seed of the loss models.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+async fn resolve(flag: &str, s: &str) -> Result<SocketAddr, String> {
+    tokio::net::lookup_host(s)
+        .await
+        .map_err(|e| format!("{flag}: cannot resolve '{s}': {e}"))?
+        .next()
+        .ok_or_else(|| format!("{flag}: '{s}' resolves to no address"))
+}
+
+fn scheme(flag: &str, s: &str) -> Result<Scheme, String> {
+    Scheme::parse(s).map_err(|e| format!("{flag}: {e}"))
+}
+
+fn endpoint_config(key: Option<Psk>, scheme: Scheme, r: &Report) -> Result<EndpointConfig, String> {
+    if !(r.idle_timeout > 0.0 && r.idle_timeout < 86_400.0) {
+        return Err("--idle-timeout: give seconds between 0 and 86400".into());
+    }
+    let mut cfg = EndpointConfig::new(key, scheme);
+    cfg.idle_timeout = Duration::from_secs_f64(r.idle_timeout);
+    Ok(cfg)
+}
+
+/// The engine counters as JSON.
+pub fn stats_json(s: &Stats) -> Value {
+    json!({
+        "data_packets_sent": s.data_packets_sent,
+        "retransmissions": s.retransmissions,
+        "payload_bytes_sent": s.payload_bytes_sent,
+        "bytes_acked": s.bytes_acked,
+        "repairs_sent": s.repairs_sent,
+        "fast_recoveries": s.fast_recoveries,
+        "timeouts": s.timeouts,
+        "segments_received": s.segments_received,
+        "duplicate_segments": s.duplicate_segments,
+        "bytes_delivered": s.bytes_delivered,
+        "repairs_received": s.repairs_received,
+        "recovered": s.recovered,
+        "unrecoverable_groups": s.unrecoverable_groups,
+        "srtt_ms": s.srtt.map(|d| d.as_secs_f64() * 1e3),
+    })
+}
+
+/// The endpoint counters as JSON.
+pub fn endpoint_json(e: &EndpointStats) -> Value {
+    json!({
+        "datagrams_in": e.datagrams_in,
+        "datagrams_out": e.datagrams_out,
+        "bytes_in": e.bytes_in,
+        "bytes_out": e.bytes_out,
+        "dropped": e.dropped(),
+        "malformed": e.malformed,
+        "auth_failed": e.auth_failed,
+        "replayed": e.replayed,
+        "unknown_conn": e.unknown_conn,
+        "wrong_source": e.wrong_source,
+        "bad_token": e.bad_token,
+        "retries_sent": e.retries_sent,
+        "rejects_sent": e.rejects_sent,
+        "handshakes_accepted": e.handshakes_accepted,
+    })
+}
+
+fn stats_text(s: &Stats, e: &EndpointStats) -> String {
+    format!(
+        "sent {} data packets ({} retransmitted, {} repair), {} fast recoveries, {} timeouts; \
+         received {} segments, {} recovered by FEC, {} unrecoverable groups; srtt {}; \
+         datagrams in {} out {}, dropped {} (malformed {}, auth failed {}, replayed {}, \
+         unknown connection {}, bad cookie {})",
+        s.data_packets_sent,
+        s.retransmissions,
+        s.repairs_sent,
+        s.fast_recoveries,
+        s.timeouts,
+        s.segments_received,
+        s.recovered,
+        s.unrecoverable_groups,
+        s.srtt
+            .map_or("-".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3)),
+        e.datagrams_in,
+        e.datagrams_out,
+        e.dropped(),
+        e.malformed,
+        e.auth_failed,
+        e.replayed,
+        e.unknown_conn,
+        e.bad_token,
+    )
+}
+
+/// Prints counters from `get` on every SIGUSR1 until the task is aborted.
+fn on_sigusr1<F: Fn() -> String + Send + 'static>(get: F) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let Ok(mut sig) = signal(SignalKind::user_defined1()) else {
+                return;
+            };
+            while sig.recv().await.is_some() {
+                eprintln!("{}", get());
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = get;
+            std::future::pending::<()>().await;
+        }
+    })
+}
+
+fn bar(total: u64, json: bool) -> ProgressBar {
+    if json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::new(total);
+    b.set_style(
+        ProgressStyle::with_template(
+            "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}",
+        )
+        .expect("valid template"),
+    );
+    b
+}
+
+/// Keeps a progress bar current from a byte counter and the connection's counters.
+fn drive_bar(
+    b: ProgressBar,
+    done: Arc<AtomicU64>,
+    watch: Watch,
+    sender: bool,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        loop {
+            tick.tick().await;
+            b.set_position(done.load(Ordering::Relaxed));
+            let s = watch.stats();
+            b.set_message(if sender {
+                format!(
+                    "| rexmit {} ({:.2}%) repair {} timeouts {}",
+                    s.retransmissions,
+                    100.0 * s.retransmissions as f64 / s.data_packets_sent.max(1) as f64,
+                    s.repairs_sent,
+                    s.timeouts
+                )
+            } else {
+                format!(
+                    "| recovered {} unrecoverable {} dup {}",
+                    s.recovered, s.unrecoverable_groups, s.duplicate_segments
+                )
+            });
+        }
+    })
+}
+
+/// `tcpfec keygen`.
+pub fn keygen(a: KeygenArgs) -> Result<(), String> {
+    Psk::generate()
+        .write_new(&a.out)
+        .map_err(|e| format!("--out: {e}"))?;
+    eprintln!(
+        "wrote a new key to {}; copy it to the other machine over a safe channel",
+        a.out.display()
+    );
+    Ok(())
+}
+
+fn outcome_line(o: &FileOutcome) -> String {
+    format!(
+        "{}: {} bytes in {:.1} s ({:.1} Mb/s), BLAKE3 verified",
+        o.name,
+        o.bytes,
+        o.secs,
+        o.bytes as f64 * 8.0 / o.secs.max(1e-9) / 1e6
+    )
+}
+
+/// `tcpfec send`.
+pub fn send(a: SendArgs) -> Result<(), String> {
+    let (files, addr) = a.args.split_at(a.args.len() - 1);
+    let files: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
+    let mut total = 0u64;
+    for f in &files {
+        let m = std::fs::metadata(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        if !m.is_file() {
+            return Err(format!("{}: not a regular file", f.display()));
+        }
+        total += m.len();
+    }
+    let key = a.security.key()?;
+    let mut cfg = endpoint_config(key, scheme("--scheme", &a.scheme)?, &a.report)?;
+    cfg.peer_scheme = Some(Scheme::parse("sack").expect("built-in"));
+    let json = a.report.json;
+    runtime()?.block_on(async move {
+        let addr = resolve("ADDR", &addr[0]).await?;
+        let ep = Endpoint::client(cfg)
+            .await
+            .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+        let mut s = ep.connect(addr).await.map_err(|e| e.to_string())?;
+        let watch = s.watch();
+        let w2 = watch.clone();
+        let sig = on_sigusr1(move || stats_text(&w2.stats(), &w2.endpoint()));
+        let done = Arc::new(AtomicU64::new(0));
+        let b = bar(total, json);
+        let ticker = drive_bar(b.clone(), done.clone(), watch.clone(), true);
+        let start = Instant::now();
+        let r = transfer::send_files(&mut s, &files, &done).await;
+        ticker.abort();
+        sig.abort();
+        b.finish_and_clear();
+        let stats = watch.stats();
+        let est = watch.endpoint();
+        drop(s);
+        ep.wait_idle(Duration::from_secs(2)).await;
+        let secs = start.elapsed().as_secs_f64();
+        match r {
+            Ok(outcomes) => {
+                if json {
+                    let v = json!({
+                        "event": "sent",
+                        "files": outcomes.iter().map(|o| json!({"name": o.name, "bytes": o.bytes, "secs": o.secs})).collect::<Vec<_>>(),
+                        "secs": secs,
+                        "goodput_mbps": total as f64 * 8.0 / secs / 1e6,
+                        "scheme": a.scheme,
+                        "stats": stats_json(&stats),
+                        "endpoint": endpoint_json(&est),
+                    });
+                    println!("{v}");
+                } else {
+                    for o in &outcomes {
+                        println!("{}", outcome_line(o));
+                    }
+                    if a.report.stats {
+                        eprintln!("{}", stats_text(&stats, &est));
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if a.report.stats {
+                    eprintln!("{}", stats_text(&stats, &est));
+                }
+                Err(e.to_string())
+            }
+        }
+    })
+}
+
+/// `tcpfec recv`.
+pub fn recv(a: RecvArgs) -> Result<(), String> {
+    let meta = std::fs::metadata(&a.out).map_err(|e| format!("--out {}: {e}", a.out.display()))?;
+    if !meta.is_dir() {
+        return Err(format!("--out {}: not a directory", a.out.display()));
+    }
+    let key = a.security.key()?;
+    let cfg = endpoint_config(key, scheme("--scheme", &a.scheme)?, &a.report)?;
+    let json = a.report.json;
+    runtime()?.block_on(async move {
+        let listen = resolve("--listen", &a.listen).await?;
+        let ep = Endpoint::bind(listen, cfg, true)
+            .await
+            .map_err(|e| format!("--listen {listen}: {e}"))?;
+        let local = ep.local_addr().map_err(|e| e.to_string())?;
+        if json {
+            println!("{}", json!({"event": "listening", "addr": local.to_string()}));
+        } else {
+            eprintln!("listening on {local}, storing into {}", a.out.display());
+        }
+        let ep = Arc::new(ep);
+        let e2 = ep.clone();
+        let _sig = on_sigusr1(move || format!("{}", endpoint_json(&e2.stats())));
+        loop {
+            let mut s = tokio::select! {
+                s = ep.accept() => s.ok_or("the endpoint closed")?,
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+            };
+            let peer = s.peer_addr();
+            let dir = a.out.clone();
+            let (force, stats) = (a.force, a.report.stats);
+            let task = tokio::spawn(async move {
+                let done = Arc::new(AtomicU64::new(0));
+                let b = bar(0, json);
+                b.set_style(
+                    ProgressStyle::with_template("{bytes} {binary_bytes_per_sec} {msg}")
+                        .expect("valid template"),
+                );
+                let watch = s.watch();
+                let ticker = drive_bar(b.clone(), done.clone(), watch.clone(), false);
+                let r = transfer::receive_files(&mut s, &dir, force, &done).await;
+                ticker.abort();
+                b.finish_and_clear();
+                let st = watch.stats();
+                let est = watch.endpoint();
+                drop(s);
+                match &r {
+                    Ok(outcomes) if json => {
+                        for o in outcomes {
+                            println!("{}", json!({"event": "received", "from": peer.to_string(), "name": o.name, "bytes": o.bytes, "secs": o.secs, "stats": stats_json(&st)}));
+                        }
+                    }
+                    Ok(outcomes) => {
+                        for o in outcomes {
+                            println!("{}", outcome_line(o));
+                        }
+                    }
+                    Err(e) if json => println!(
+                        "{}",
+                        json!({"event": "failed", "from": peer.to_string(), "error": e.to_string()})
+                    ),
+                    Err(e) => eprintln!("from {peer}: {e}; nothing incomplete was kept"),
+                }
+                if stats && !json {
+                    eprintln!("{}", stats_text(&st, &est));
+                }
+                r.map(|_| ()).map_err(|e| e.to_string())
+            });
+            if a.once {
+                let r = task.await.map_err(|e| e.to_string())?;
+                ep.wait_idle(Duration::from_secs(2)).await;
+                return r;
+            }
+        }
+    })
+}
+
+/// `tcpfec tunnel`.
+pub fn tunnel(side: TunnelSide) -> Result<(), String> {
+    runtime()?.block_on(async move {
+        let stats = Arc::new(TunnelStats::default());
+        match side {
+            TunnelSide::Server {
+                listen,
+                to,
+                udp: _,
+                security,
+                scheme: sch,
+                report,
+            } => {
+                let cfg = endpoint_config(security.key()?, scheme("--scheme", &sch)?, &report)?;
+                let listen = resolve("--listen", &listen).await?;
+                resolve("--to", &to).await?;
+                let ep = Arc::new(
+                    Endpoint::bind(listen, cfg, true)
+                        .await
+                        .map_err(|e| format!("--listen {listen}: {e}"))?,
+                );
+                eprintln!("tunnel server on {listen}, forwarding to {to}");
+                let _sig = sig_tunnel(ep.clone(), stats.clone());
+                // UDP flows arrive as their own stream kind; --udp on the server only
+                // documents intent, the client decides what it forwards.
+                tokio::select! {
+                    _ = tunnel::serve(ep.clone(), to, stats.clone()) => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                if report.stats || report.json {
+                    println!("{}", tunnel_json(&ep.stats(), &stats));
+                }
+                Ok(())
+            }
+            TunnelSide::Client {
+                listen,
+                server,
+                udp,
+                security,
+                scheme: sch,
+                report,
+            } => {
+                let cfg = endpoint_config(security.key()?, scheme("--scheme", &sch)?, &report)?;
+                let listen = resolve("--listen", &listen).await?;
+                let server = resolve("--server", &server).await?;
+                let ep = Arc::new(
+                    Endpoint::client(cfg)
+                        .await
+                        .map_err(|e| format!("cannot open a UDP socket: {e}"))?,
+                );
+                // Check the server and key once up front, so a mistake shows now rather
+                // than at the first forwarded connection.
+                drop(ep.connect(server).await.map_err(|e| e.to_string())?);
+                let tcp = tokio::net::TcpListener::bind(listen)
+                    .await
+                    .map_err(|e| format!("--listen {listen}: {e}"))?;
+                let mut tasks = vec![tokio::spawn(tunnel::client_tcp(
+                    ep.clone(),
+                    tcp,
+                    server,
+                    stats.clone(),
+                ))];
+                if udp {
+                    let u = tokio::net::UdpSocket::bind(listen)
+                        .await
+                        .map_err(|e| format!("--listen {listen} (UDP): {e}"))?;
+                    tasks.push(tokio::spawn(tunnel::client_udp(
+                        ep.clone(),
+                        u,
+                        server,
+                        stats.clone(),
+                    )));
+                }
+                eprintln!(
+                    "tunnel client on {listen}{}, server {server}",
+                    if udp { " (TCP and UDP)" } else { " (TCP)" }
+                );
+                let _sig = sig_tunnel(ep.clone(), stats.clone());
+                let _ = tokio::signal::ctrl_c().await;
+                for t in tasks {
+                    t.abort();
+                }
+                if report.stats || report.json {
+                    println!("{}", tunnel_json(&ep.stats(), &stats));
+                }
+                Ok(())
+            }
+        }
+    })
+}
+
+fn tunnel_json(e: &EndpointStats, t: &TunnelStats) -> Value {
+    json!({
+        "tcp_connections": t.tcp_connections.load(Ordering::Relaxed),
+        "udp_flows": t.udp_flows.load(Ordering::Relaxed),
+        "failures": t.failures.load(Ordering::Relaxed),
+        "endpoint": endpoint_json(e),
+    })
+}
+
+fn sig_tunnel(ep: Arc<Endpoint>, t: Arc<TunnelStats>) -> tokio::task::JoinHandle<()> {
+    on_sigusr1(move || tunnel_json(&ep.stats(), &t).to_string())
+}
+
+fn loss_spec(
+    flag: &str,
+    loss: &str,
+    ge_flag: &str,
+    ge: &Option<String>,
+) -> Result<LossSpec, String> {
+    match ge {
+        Some(g) => LossSpec::parse_ge(g).map_err(|e| format!("{ge_flag}: {e}")),
+        None => units::parse_probability(loss)
+            .map(LossSpec::bernoulli)
+            .map_err(|e| format!("{flag}: {e}")),
+    }
+}
+
+/// `tcpfec relay`.
+pub fn relay(a: RelayArgs) -> Result<(), String> {
+    let rate = a
+        .rate
+        .as_deref()
+        .map(units::parse_rate)
+        .transpose()
+        .map_err(|e| format!("--rate: {e}"))?;
+    let delay = units::parse_duration(&a.delay).map_err(|e| format!("--delay: {e}"))?;
+    let queue = match (a.queue, rate) {
+        (Some(q), _) => q.max(1),
+        (None, Some(r)) => ((r as f64 * 2.0 * delay.as_secs_f64() / 8.0 / 1500.0) as usize).max(64),
+        (None, None) => usize::MAX,
+    };
+    let fwd_loss = loss_spec("--loss", &a.loss, "--ge", &a.ge)?;
+    let back_loss = loss_spec("--loss-back", &a.loss_back, "--ge-back", &a.ge_back)?;
+    let link = LinkSpec {
+        rate_bps: rate,
+        delay,
+        queue,
+        loss: LossSpec::None,
+    };
+    runtime()?.block_on(async move {
+        let listen = resolve("--listen", &a.listen).await?;
+        let to = resolve("--to", &a.to).await?;
+        let relay = Relay::start(RelayConfig {
+            listen,
+            to,
+            forward: LinkSpec {
+                loss: fwd_loss,
+                ..link
+            },
+            back: LinkSpec {
+                loss: back_loss,
+                ..link
+            },
+            seed: a.seed,
+        })
+        .await
+        .map_err(|e| format!("--listen {listen}: {e}"))?;
+        eprintln!(
+            "relay {} -> {to}: rate {}, one-way delay {:?}, queue {}, loss {:.3}% forward, {:.3}% back",
+            relay.local_addr(),
+            rate.map_or("unlimited".into(), |r| format!("{} Mb/s", r as f64 / 1e6)),
+            delay,
+            if queue == usize::MAX { "unlimited".into() } else { format!("{queue} packets") },
+            fwd_loss.mean_loss() * 100.0,
+            back_loss.mean_loss() * 100.0
+        );
+        let (f, b) = (relay.forward.clone(), relay.back.clone());
+        let text = move || {
+            json!({"forward": format!("{:?}", f.snapshot()), "back": format!("{:?}", b.snapshot())})
+                .to_string()
+        };
+        let t2 = text.clone();
+        let _sig = on_sigusr1(t2);
+        let _ = tokio::signal::ctrl_c().await;
+        println!("{}", text());
+        Ok(())
+    })
+}

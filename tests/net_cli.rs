@@ -1,0 +1,137 @@
+//! The real-network commands as a user meets them: keygen, recv, send with a hash check,
+//! refusal of an existing file, and a clear fast error for a wrong key.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tcpfec"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tcpfec-netcli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn keygen(path: &Path) {
+    let o = bin()
+        .args(["keygen", "--out", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Starts `tcpfec recv --once --json` and returns it with the address it listens on.
+fn start_recv(key: &Path, out: &Path, extra: &[&str]) -> (Child, String) {
+    let mut child = bin()
+        .args([
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--once",
+            "--json",
+            "--key-file",
+        ])
+        .arg(key)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).expect("listening event");
+    (child, v["addr"].as_str().unwrap().to_string())
+}
+
+#[test]
+fn send_and_receive_a_file_then_refuse_to_overwrite_it() {
+    let dir = scratch("xfer");
+    let key = dir.join("key");
+    keygen(&key);
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let file = dir.join("data.bin");
+    let bytes: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i * 7 + i / 1000) as u8)
+        .collect();
+    std::fs::write(&file, &bytes).unwrap();
+
+    let (recv, addr) = start_recv(&key, &out, &[]);
+    let o = bin()
+        .arg("send")
+        .arg(&file)
+        .arg(&addr)
+        .arg("--key-file")
+        .arg(&key)
+        .args(["--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["files"][0]["bytes"], 3_000_000);
+    let r = recv.wait_with_output().unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(std::fs::read(out.join("data.bin")).unwrap(), bytes);
+    assert!(!out.join(".data.bin.part").exists());
+
+    // The same again: the receiver refuses, the sender says why, nothing is overwritten.
+    let (recv, addr) = start_recv(&key, &out, &[]);
+    let o = bin()
+        .arg("send")
+        .arg(&file)
+        .arg(&addr)
+        .arg("--key-file")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("exists") && err.contains("--force"), "{err}");
+    let _ = recv.wait_with_output();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn wrong_key_and_missing_key_fail_fast_and_clearly() {
+    let dir = scratch("key");
+    let (k1, k2) = (dir.join("k1"), dir.join("k2"));
+    keygen(&k1);
+    keygen(&k2);
+    // keygen refuses to overwrite a key.
+    let o = bin().args(["keygen", "--out"]).arg(&k1).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let file = dir.join("f");
+    std::fs::write(&file, b"hello").unwrap();
+    let (mut recv, addr) = start_recv(&k1, &out, &[]);
+    let t = Instant::now();
+    let o = bin()
+        .arg("send")
+        .arg(&file)
+        .arg(&addr)
+        .arg("--key-file")
+        .arg(&k2)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("wrong key"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    recv.kill().unwrap();
+    let _ = recv.wait();
+    // No key at all: the flag is named.
+    let o = bin().arg("send").arg(&file).arg(&addr).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--key-file"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
