@@ -1,6 +1,7 @@
 //! tcpfec command-line interface: demo, simulation sweeps, scheme list, benchmarks.
 
 mod bench;
+mod calibrate;
 mod demo;
 mod model;
 mod net_bench;
@@ -45,7 +46,8 @@ enum Command {
     Validate(validate::Options),
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
-    /// Built in: sato-ch3, sato-ch4, sato-ch5. A path to a TOML file works too.
+    /// Built in: sato-ch3, sato-ch4, sato-ch5, anker, ferlin, teshima, botos. A path to a
+    /// TOML file works too.
     Reproduce {
         /// Experiment id or TOML file.
         experiment: String,
@@ -61,6 +63,11 @@ enum Command {
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
+    },
+    /// Build data that schemes ship with from simulator sweeps.
+    Calibrate {
+        #[command(subcommand)]
+        which: CalibrateWhich,
     },
     /// Evaluate closed-form throughput models.
     Model {
@@ -85,6 +92,28 @@ enum Command {
     Bench {
         #[command(subcommand)]
         what: BenchWhat,
+    },
+}
+
+/// What `calibrate` builds.
+#[derive(Subcommand, Debug)]
+enum CalibrateWhich {
+    /// TCP-TFEC's redundancy table (Teshima Fig. 6): for each loss rate 0.1-20 %, the repair
+    /// count per 100 packets with the highest goodput on the Teshima WLAN path. Writes the
+    /// table tfec is built with, plus the sweep's CSV and figure.
+    Tfec {
+        /// The table to write (rebuild tcpfec afterwards to use it).
+        #[arg(long, default_value = "crates/tcpfec-proto/data/tfec-redundancy.csv")]
+        table: PathBuf,
+        /// Directory for results.csv and fig6.svg.
+        #[arg(long, default_value = "results/teshima-calibration")]
+        out: PathBuf,
+        /// One seed, 30 s runs.
+        #[arg(long)]
+        quick: bool,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
     },
 }
 
@@ -116,7 +145,7 @@ enum BenchWhat {
     /// Real sockets on loopback: throughput and CPU per GB (encryption and FEC on/off), and
     /// goodput through the impairment relay.
     Net(net_bench::NetBenchArgs),
-    /// Erasure-code speed: XOR and Reed-Solomon encode and decode MB/s.
+    /// Erasure-code speed: XOR, Reed-Solomon and RaptorQ encode and decode MB/s.
     Codes {
         /// Seconds per measurement.
         #[arg(long, default_value_t = 0.5)]
@@ -216,6 +245,29 @@ struct SimArgs {
     /// Start time of every flow, or A..B for uniformly random starts [default: 0s].
     #[arg(long, allow_hyphen_values = true)]
     start: Option<String>,
+    /// Receiver window in packets, the most a flow can have in flight [default: unlimited].
+    #[arg(long, allow_hyphen_values = true)]
+    max_window: Option<String>,
+    /// Loss on the bottleneck switching between two rates: A/B@T (e.g. 0.1%/10%@10s starts
+    /// at 0.1 % and alternates every 10 s); replaces --loss. Several with ';'.
+    #[arg(long, allow_hyphen_values = true)]
+    loss_schedule: Option<String>,
+    /// A streaming application offering this rate (e.g. 10mbit) instead of bulk data; it is
+    /// also the target rate of schemes that have one (afec, tfec).
+    #[arg(long, allow_hyphen_values = true)]
+    app_rate: Option<String>,
+    /// Target rate of the schemes that have one (afec, tfec) with bulk data, e.g. 10mbit
+    /// [default: the --app-rate, if given].
+    #[arg(long, allow_hyphen_values = true)]
+    target_rate: Option<String>,
+    /// Background Reno flows with bulk data sharing the bottleneck, each between its own
+    /// hosts; they load the queue but are not in the metrics [default: 0].
+    #[arg(long, allow_hyphen_values = true)]
+    background: Option<String>,
+    /// Direction of the background flows: uplink (right to left, against the measured
+    /// flows, Teshima's setting) or downlink [default: uplink].
+    #[arg(long, allow_hyphen_values = true)]
+    background_direction: Option<String>,
     /// First seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -271,6 +323,12 @@ impl SimArgs {
             ("window", &self.window),
             ("transfer", &self.transfer),
             ("start", &self.start),
+            ("max-window", &self.max_window),
+            ("loss-schedule", &self.loss_schedule),
+            ("app-rate", &self.app_rate),
+            ("target-rate", &self.target_rate),
+            ("background", &self.background),
+            ("background-direction", &self.background_direction),
         ];
         for (axis, value) in given {
             if let Some(v) = value {
@@ -353,6 +411,20 @@ fn main() -> ExitCode {
             progress: !quiet && std::io::stderr().is_terminal(),
         }),
         Command::Validate(opts) => validate::run(&opts),
+        Command::Calibrate {
+            which:
+                CalibrateWhich::Tfec {
+                    table,
+                    out,
+                    quick,
+                    quiet,
+                },
+        } => calibrate::tfec(&calibrate::Options {
+            table,
+            out,
+            quick,
+            progress: !quiet && std::io::stderr().is_terminal(),
+        }),
         Command::Model {
             which:
                 ModelWhich::Anker {

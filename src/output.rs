@@ -35,9 +35,37 @@ pub fn run_json(o: &Outcome) -> Value {
     m.insert("fast_recoveries".into(), json!(r.fast_recoveries));
     m.insert("timeouts".into(), json!(r.timeouts));
     m.insert("completion_time_s".into(), opt(r.completion_time_s));
+    if let (tcpfec_sim::App::Transfer { bytes }, Some(t)) =
+        (o.run.scenario.app, r.completion_time_s)
+    {
+        // Average application throughput of the transfer (Botos' rho_av).
+        m.insert("transfer_mbps".into(), json!(bytes as f64 * 8.0 / t / 1e6));
+    }
     m.insert("incomplete_flows".into(), json!(r.incomplete_flows));
     m.insert("jain_fairness".into(), json!(r.jain_fairness));
+    let target = match o.run.scenario.app {
+        tcpfec_sim::App::Rate { bps } => Some(bps),
+        _ => o.run.scenario.target_rate,
+    };
+    if let Some(bps) = o.run.scenario.target_rate.or(target) {
+        // Goodput as a share of the target rate (or of what the application offered).
+        m.insert(
+            "target_share".into(),
+            json!(r.goodput_mbps * 1e6 / bps as f64),
+        );
+    }
+    m.insert(
+        "background_goodput_mbps".into(),
+        json!(r.background_goodput_mbps),
+    );
+    m.insert(
+        "total_goodput_mbps".into(),
+        json!(r.goodput_mbps + r.background_goodput_mbps),
+    );
+    m.insert("jitter_mean_ms".into(), json!(r.jitter_mean_ms));
+    m.insert("jitter_std_ms".into(), json!(r.jitter_std_ms));
     m.insert("data_packets".into(), json!(r.data_packets));
+    m.insert("packets_total".into(), json!(r.packets_total));
     m.insert("events".into(), json!(r.events));
     m.insert("wall_s".into(), json!(o.wall_s));
     Value::Object(m)
@@ -66,7 +94,10 @@ fn csv_columns(first: &Outcome) -> Vec<String> {
         "completion_time_s",
         "incomplete_flows",
         "jain_fairness",
+        "jitter_mean_ms",
+        "jitter_std_ms",
         "data_packets",
+        "packets_total",
         "events",
         "wall_s",
     ] {

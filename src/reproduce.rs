@@ -14,6 +14,10 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("sato-ch3", include_str!("../experiments/sato-ch3.toml")),
     ("sato-ch4", include_str!("../experiments/sato-ch4.toml")),
     ("sato-ch5", include_str!("../experiments/sato-ch5.toml")),
+    ("anker", include_str!("../experiments/anker.toml")),
+    ("ferlin", include_str!("../experiments/ferlin.toml")),
+    ("teshima", include_str!("../experiments/teshima.toml")),
+    ("botos", include_str!("../experiments/botos.toml")),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -47,6 +51,19 @@ struct Figure {
     quick_series: Option<Vec<String>>,
     metric: String,
     y_label: String,
+    /// Settings of this figure only, over the experiment's base.
+    #[serde(default)]
+    set: BTreeMap<String, String>,
+    /// Settings of this figure in `--quick` runs, over `set`.
+    #[serde(default)]
+    quick_set: BTreeMap<String, String>,
+    /// Seeds per point for this figure (overrides the experiment's).
+    seeds: Option<u64>,
+    /// Plot every series relative to this series value (which is run but not drawn).
+    divide_by: Option<String>,
+    /// Closed-form curves drawn beside the simulation (see [`model_value`]).
+    #[serde(default)]
+    models: Vec<String>,
 }
 
 fn default_series_axis() -> String {
@@ -64,6 +81,8 @@ struct Claim {
     series_value: Option<String>,
     low: Option<f64>,
     high: Option<f64>,
+    /// Check only these x values (default: all of the figure's).
+    at: Option<Vec<String>>,
 }
 
 /// What `reproduce` was asked.
@@ -103,6 +122,9 @@ fn numeric(v: &str) -> f64 {
     v[..end].parse().unwrap_or(f64::NAN)
 }
 
+/// Sampling interval of time-series figures.
+const SAMPLE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Mean of one figure's points, by (series value, x value).
 type PointMeans = HashMap<(String, String), f64>;
 
@@ -110,6 +132,8 @@ struct Cell {
     series: String,
     x: String,
     runs: Vec<usize>,
+    /// The scenario of the point's first run (closed-form curves read it).
+    scenario: tcpfec_sim::Scenario,
 }
 
 /// Runs the experiment and writes its outputs.
@@ -134,7 +158,10 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut cells: Vec<Vec<Cell>> = Vec::new();
     for fig in &exp.figure {
-        let xs = if opts.quick {
+        let time_series = fig.x == "time";
+        let xs = if time_series {
+            vec!["time".to_string()]
+        } else if opts.quick {
             fig.quick_x_values.clone().unwrap_or(fig.x_values.clone())
         } else {
             fig.x_values.clone()
@@ -145,6 +172,18 @@ pub fn run(opts: &Options) -> Result<(), String> {
             fig.series.clone()
         };
         let mut fig_cells = Vec::new();
+        let fig_seeds = match (fig.seeds, opts.seeds, opts.quick) {
+            (_, Some(n), _) => n,
+            (Some(n), None, false) => n,
+            (Some(n), None, true) => n.min(exp.quick_seeds.max(1) * 5),
+            (None, _, _) => seeds,
+        };
+        let mut series = series;
+        if let Some(d) = &fig.divide_by {
+            if !series.contains(d) {
+                series.push(d.clone());
+            }
+        }
         for s in &series {
             for x in &xs {
                 let mut axes = Axes::default();
@@ -152,23 +191,40 @@ pub fn run(opts: &Options) -> Result<(), String> {
                     axes.set(k, v)
                         .map_err(|e| format!("{}: base: {e}", exp.id))?;
                 }
+                for (k, v) in &fig.set {
+                    axes.set(k, v)
+                        .map_err(|e| format!("{}: set: {e}", fig.id))?;
+                }
+                if opts.quick {
+                    for (k, v) in &fig.quick_set {
+                        axes.set(k, v)
+                            .map_err(|e| format!("{}: quick_set: {e}", fig.id))?;
+                    }
+                }
                 axes.set(&fig.series_axis, s)
                     .map_err(|e| format!("{}: {e}", fig.id))?;
-                let xv = fig
-                    .x_format
-                    .as_ref()
-                    .map_or(x.clone(), |f| f.replace("{}", x));
-                axes.set(&fig.x, &xv)
-                    .map_err(|e| format!("{}: {e}", fig.id))?;
+                if !time_series {
+                    let xv = fig
+                        .x_format
+                        .as_ref()
+                        .map_or(x.clone(), |f| f.replace("{}", x));
+                    axes.set(&fig.x, &xv)
+                        .map_err(|e| format!("{}: {e}", fig.id))?;
+                }
                 let mut ids = Vec::new();
-                for run in axes
-                    .expand(1, seeds)
-                    .map_err(|e| format!("{}: {e}", fig.id))?
-                {
+                let point_runs = axes
+                    .expand(1, fig_seeds)
+                    .map_err(|e| format!("{}: {e}", fig.id))?;
+                let scenario = point_runs[0].scenario.clone();
+                for mut run in point_runs {
                     let mut key: Vec<String> =
                         run.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
                     key.sort();
-                    let key = format!("{} seed={}", key.join(" "), run.scenario.seed);
+                    let mut key = format!("{} seed={}", key.join(" "), run.scenario.seed);
+                    if time_series {
+                        run.scenario.cwnd_sample = Some(SAMPLE);
+                        key.push_str(" sampled");
+                    }
                     let id = *index.entry(key).or_insert_with(|| {
                         runs.push(run.clone());
                         runs.len() - 1
@@ -179,6 +235,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
                     series: s.clone(),
                     x: x.clone(),
                     runs: ids,
+                    scenario,
                 });
             }
         }
@@ -241,6 +298,9 @@ fn figure_outputs(
     outcomes: &[Outcome],
     out: &Path,
 ) -> Result<(String, PointMeans), String> {
+    if fig.x == "time" {
+        return time_series_outputs(fig, cells, outcomes, out);
+    }
     let mut csv = format!("{},{},mean,sd,n\n", fig.series_axis, fig.x);
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     let mut means = HashMap::new();
@@ -248,30 +308,64 @@ fn figure_outputs(
         "## {}\n\n![{}]({}.svg)\n\n| {} | {} | {} |\n|---|---|---|\n",
         fig.title, fig.id, fig.id, fig.series_axis, fig.x_label, fig.y_label
     );
-    for c in cells {
-        let vals: Vec<f64> = c
-            .runs
+    // Mean and standard deviation of every cell, then (optionally) relative to a series.
+    let mut stats: Vec<(f64, f64, usize)> = cells
+        .iter()
+        .map(|c| {
+            let vals: Vec<f64> = c
+                .runs
+                .iter()
+                .map(|&i| {
+                    crate::output::run_json(&outcomes[i])[fig.metric.as_str()]
+                        .as_f64()
+                        .unwrap_or(f64::NAN)
+                })
+                .collect();
+            let (mean, sd) = mean_sd(&vals);
+            (mean, sd, vals.len())
+        })
+        .collect();
+    if let Some(d) = &fig.divide_by {
+        let base: HashMap<&str, f64> = cells
             .iter()
-            .map(|&i| {
-                crate::output::run_json(&outcomes[i])[fig.metric.as_str()]
-                    .as_f64()
-                    .unwrap_or(f64::NAN)
-            })
+            .zip(&stats)
+            .filter(|(c, _)| &c.series == d)
+            .map(|(c, st)| (c.x.as_str(), st.0))
             .collect();
-        let n = vals.len() as f64;
-        let mean = vals.iter().sum::<f64>() / n;
-        let sd = if vals.len() > 1 {
-            (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        } else {
-            0.0
-        };
-        let _ = writeln!(csv, "{},{},{mean},{sd},{}", c.series, c.x, vals.len());
+        for (c, st) in cells.iter().zip(stats.iter_mut()) {
+            let b = base.get(c.x.as_str()).copied().unwrap_or(f64::NAN);
+            st.0 /= b;
+            st.1 /= b;
+        }
+    }
+    for (c, &(mean, sd, n)) in cells.iter().zip(&stats) {
+        if fig.divide_by.as_ref() == Some(&c.series) && !fig.series.contains(&c.series) {
+            continue;
+        }
+        let _ = writeln!(csv, "{},{},{mean},{sd},{n}", c.series, c.x);
         let _ = writeln!(md, "| {} | {} | {mean:.4} ± {sd:.4} |", c.series, c.x);
         means.insert((c.series.clone(), c.x.clone()), mean);
         match series.iter_mut().find(|(s, _)| *s == c.series) {
             Some((_, pts)) => pts.push((numeric(&c.x), mean)),
             None => series.push((c.series.clone(), vec![(numeric(&c.x), mean)])),
         }
+    }
+    for model in &fig.models {
+        let label = format!("{model} (model)");
+        let mut pts = Vec::new();
+        let mut seen = Vec::new();
+        for c in cells {
+            if seen.contains(&c.x) {
+                continue;
+            }
+            seen.push(c.x.clone());
+            let v = model_value(model, &fig.metric, &c.scenario)?;
+            let _ = writeln!(csv, "{label},{},{v},0,0", c.x);
+            let _ = writeln!(md, "| {label} | {} | {v:.4} |", c.x);
+            means.insert((label.clone(), c.x.clone()), v);
+            pts.push((numeric(&c.x), v));
+        }
+        series.push((label, pts));
     }
     std::fs::write(out.join(format!("{}.csv", fig.id)), csv).map_err(|e| e.to_string())?;
     let y_log = fig.metric == "goodput_mbps";
@@ -291,17 +385,136 @@ fn figure_outputs(
     Ok((md, means))
 }
 
+/// A figure over time: each series is the first seed's run of its cell, sampled every
+/// 100 ms; `goodput` is binned per second, `cwnd` and `redundancy` drawn as sampled.
+fn time_series_outputs(
+    fig: &Figure,
+    cells: &[Cell],
+    outcomes: &[Outcome],
+    out: &Path,
+) -> Result<(String, PointMeans), String> {
+    let mut csv = format!("{},time_s,value\n", fig.series_axis);
+    let mut series = Vec::new();
+    for c in cells {
+        let r = &outcomes[c.runs[0]].result;
+        let pts: Vec<(f64, f64)> = match fig.metric.as_str() {
+            "goodput" => {
+                let d = r.delivered_series.first().cloned().unwrap_or_default();
+                // Every 10th sample is one second apart.
+                d.iter()
+                    .step_by(10)
+                    .collect::<Vec<_>>()
+                    .windows(2)
+                    .map(|w| (w[1].0, (w[1].1 - w[0].1) * 8.0 / (w[1].0 - w[0].0) / 1e6))
+                    .collect()
+            }
+            "cwnd" => r.cwnd_series.first().cloned().unwrap_or_default(),
+            "redundancy" => r.redundancy_series.first().cloned().unwrap_or_default(),
+            other => {
+                return Err(format!(
+                    "{}: time series metric '{other}' (goodput, cwnd, redundancy)",
+                    fig.id
+                ))
+            }
+        };
+        for (t, v) in &pts {
+            let _ = writeln!(csv, "{},{t:.1},{v}", c.series);
+        }
+        series.push((c.series.clone(), pts));
+    }
+    std::fs::write(out.join(format!("{}.csv", fig.id)), csv).map_err(|e| e.to_string())?;
+    line_chart(
+        &out.join(format!("{}.svg", fig.id)),
+        &fig.title,
+        &ChartAxes {
+            x_desc: &fig.x_label,
+            y_desc: &fig.y_label,
+            x_log: false,
+            y_log: false,
+        },
+        &series,
+    )?;
+    let md = format!(
+        "## {}\n\n![{}]({}.svg)\n\nTime series of the first seed: `{}.csv`.\n\n",
+        fig.title, fig.id, fig.id, fig.id
+    );
+    Ok((md, HashMap::new()))
+}
+
+fn mean_sd(vals: &[f64]) -> (f64, f64) {
+    let n = vals.len() as f64;
+    let mean = vals.iter().sum::<f64>() / n;
+    let sd = if vals.len() > 1 {
+        (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    (mean, sd)
+}
+
+/// A closed-form value for one point of a figure, in the figure's metric.
+///
+/// Models: `pftk` (TCP with timeouts, Anker eq. 15) and `anker-fec-N` (TCP-FEC with (N,1)
+/// blocks and timeouts, eq. 15 with p′ of eq. 12); both turn a rate into the completion
+/// time of the point's transfer, capped by its receiver window, with T0 = 4 RTT as Anker
+/// takes it. The round trip is the scenario's propagation delay plus one serialisation per
+/// data hop.
+fn model_value(model: &str, metric: &str, sc: &tcpfec_sim::Scenario) -> Result<f64, String> {
+    use tcpfec_sim::models;
+    if metric != "completion_time_s" {
+        return Err(format!("model {model}: only completion_time_s is modelled"));
+    }
+    let bytes = match sc.app {
+        tcpfec_sim::App::Transfer { bytes } => bytes,
+        _ => return Err(format!("model {model}: needs a finite transfer")),
+    };
+    let p = match sc.loss {
+        tcpfec_sim::LossSpec::Bernoulli { p } => p,
+        _ => return Err(format!("model {model}: needs Bernoulli loss")),
+    };
+    let packets = (bytes as f64 / sc.mss() as f64).ceil();
+    let serialise = |bps: u64| sc.packet_size as f64 * 8.0 / bps as f64;
+    let rtt = 2.0 * (sc.delay.as_secs_f64() + 2.0 * sc.access_delay.0.as_secs_f64())
+        + serialise(sc.bottleneck_bps)
+        + 2.0 * serialise(sc.access_bps);
+    let t0 = 4.0 * rtt;
+    // Packets per second allowed by the receiver window and by the bottleneck.
+    let cap = sc
+        .max_window
+        .map_or(f64::INFINITY, |w| w as f64 / rtt)
+        .min(sc.bottleneck_bps as f64 / (sc.packet_size as f64 * 8.0));
+    let data_rate = if model == "pftk" {
+        models::pftk(p, rtt, t0, 1.0).min(cap)
+    } else if let Some(n) = model.strip_prefix("anker-fec-") {
+        let n: u32 = n
+            .parse()
+            .map_err(|_| format!("model {model}: block size is not a number"))?;
+        // Repairs take window and link space: data moves at N/(N+1) of the packet rate.
+        let share = n as f64 / (n + 1) as f64;
+        models::fec_xor_with_timeouts(p, n, rtt, t0, 1.0).min(cap * share)
+    } else {
+        return Err(format!("unknown model '{model}' (pftk, anker-fec-N)"));
+    };
+    Ok(packets / data_rate)
+}
+
 fn check_claim(
     c: &Claim,
     fig: &Figure,
     means: &HashMap<(String, String, String), f64>,
     quick: bool,
 ) -> (bool, String) {
-    let xs = if quick {
+    let mut xs = if quick {
         fig.quick_x_values.clone().unwrap_or(fig.x_values.clone())
     } else {
         fig.x_values.clone()
     };
+    if let Some(at) = &c.at {
+        xs.retain(|x| at.contains(x));
+        if xs.is_empty() {
+            return (false, "none of the claim's x values was run".into());
+        }
+    }
     let get = |s: &str, x: &str| {
         means
             .get(&(fig.id.clone(), s.to_string(), x.to_string()))
@@ -347,6 +560,98 @@ fn check_claim(
                 }
                 _ => (false, "not enough points".into()),
             }
+        }
+        "ratio" => {
+            let (lo, hi) = (c.low.unwrap_or(f64::MIN), c.high.unwrap_or(f64::MAX));
+            let ok = pairs.iter().all(|(_, va, vb)| {
+                let r = va / vb;
+                r >= lo && r <= hi
+            });
+            let ev = pairs
+                .iter()
+                .map(|(x, va, vb)| format!("{x}: {:.2}", va / vb))
+                .collect::<Vec<_>>()
+                .join("; ");
+            (ok, format!("{a} / {b} — {ev}"))
+        }
+        "min_ratio" => {
+            let best = pairs
+                .iter()
+                .map(|(x, va, vb)| (x, va / vb))
+                .min_by(|p, q| p.1.total_cmp(&q.1));
+            match best {
+                Some((x, r)) => {
+                    let ok = r >= c.low.unwrap_or(f64::MIN) && r <= c.high.unwrap_or(f64::MAX);
+                    (ok, format!("smallest {a} / {b}: {r:.2} at {x}"))
+                }
+                None => (false, "no points".into()),
+            }
+        }
+        "falls" => {
+            // Series a is lower at the last checked x than at the first.
+            match (pairs.first(), pairs.last()) {
+                (Some(f), Some(l)) if pairs.len() >= 2 => (
+                    l.1 < f.1,
+                    format!("{a}: {:.3} at {} → {:.3} at {}", f.1, f.0, l.1, l.0),
+                ),
+                _ => (false, "not enough points".into()),
+            }
+        }
+        "spread" => {
+            // max / min of series a over the checked x values.
+            let vals: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+            let max = vals.iter().copied().fold(f64::MIN, f64::max);
+            let min = vals.iter().copied().fold(f64::MAX, f64::min);
+            let r = max / min;
+            let ok =
+                r.is_finite() && r >= c.low.unwrap_or(f64::MIN) && r <= c.high.unwrap_or(f64::MAX);
+            (ok, format!("{a}: largest / smallest = {r:.2}"))
+        }
+        "within" => {
+            let (lo, hi) = (c.low.unwrap_or(f64::MIN), c.high.unwrap_or(f64::MAX));
+            let ok = pairs.iter().all(|(_, va, _)| *va >= lo && *va <= hi);
+            let ev = pairs
+                .iter()
+                .map(|(x, va, _)| format!("{x}: {va:.3}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let bounds = match (c.low, c.high) {
+                (Some(l), Some(h)) => format!("in [{l}, {h}]"),
+                (Some(l), None) => format!(">= {l}"),
+                (None, Some(h)) => format!("<= {h}"),
+                (None, None) => "any".into(),
+            };
+            (ok, format!("{a} {bounds} — {ev}"))
+        }
+        "lowest" | "highest" => {
+            let series: Vec<String> = if quick {
+                fig.quick_series.clone().unwrap_or(fig.series.clone())
+            } else {
+                fig.series.clone()
+            };
+            let mut ok = true;
+            let mut ev = Vec::new();
+            for x in &xs {
+                let best = series
+                    .iter()
+                    .map(|s| (s, get(s, x)))
+                    .filter(|(_, v)| v.is_finite())
+                    .min_by(|p, q| {
+                        if c.kind == "lowest" {
+                            p.1.total_cmp(&q.1)
+                        } else {
+                            q.1.total_cmp(&p.1)
+                        }
+                    });
+                match best {
+                    Some((s, v)) => {
+                        ok &= *s == a;
+                        ev.push(format!("{x}: {s} ({v:.3})"));
+                    }
+                    None => ok = false,
+                }
+            }
+            (ok, format!("{} — {}", c.kind, ev.join("; ")))
         }
         "argmax_in" => {
             let s = c.series_value.clone().unwrap_or_default();

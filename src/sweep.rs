@@ -30,6 +30,12 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("window", None),
     ("transfer", None),
     ("start", Some("0s")),
+    ("max-window", None),
+    ("loss-schedule", None),
+    ("app-rate", None),
+    ("target-rate", None),
+    ("background", None),
+    ("background-direction", None),
 ];
 
 /// Values given for each axis (a list each), before expansion.
@@ -54,7 +60,11 @@ impl Axes {
         if !AXES.iter().any(|(a, _)| *a == axis) {
             return Err(format!("unknown setting '{axis}'"));
         }
-        let sep = if axis.starts_with("ge") { ';' } else { ',' };
+        let sep = if axis.starts_with("ge") || axis == "loss-schedule" {
+            ';'
+        } else {
+            ','
+        };
         let list: Vec<String> = raw
             .split(sep)
             .map(|s| s.trim().to_string())
@@ -247,8 +257,35 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
                     }
                 }
             }
+            "max-window" => sc.max_window = Some(field(a, parse_count(v))?),
+            "loss-schedule" => sc.loss = field(a, LossSpec::parse_switching(v))?,
+            "target-rate" => sc.target_rate = Some(field(a, parse_rate(v))?),
+            "background" => {
+                sc.background = v
+                    .parse()
+                    .map_err(|_| format!("--background: '{v}' is not a number of flows"))?
+            }
+            "background-direction" => {
+                sc.background_uplink = match v.to_ascii_lowercase().as_str() {
+                    "uplink" | "up" => true,
+                    "downlink" | "down" => false,
+                    _ => {
+                        return Err(format!(
+                            "--background-direction: '{v}' is not uplink or downlink"
+                        ))
+                    }
+                }
+            }
+            "app-rate" => {
+                sc.app = App::Rate {
+                    bps: field(a, parse_rate(v))?,
+                }
+            }
             _ => return Err(format!("unknown setting '{axis}'")),
         }
+    }
+    if get("transfer").is_some() && get("app-rate").is_some() {
+        return Err("--app-rate: cannot be combined with --transfer".into());
     }
     if get("access-rate").is_none() {
         sc.access_bps = sc.bottleneck_bps;

@@ -250,6 +250,8 @@ struct Link {
     loss: LossModel,
     /// When the link finishes serialising everything accepted so far.
     busy_until: Instant,
+    /// When the link was created: time-varying loss schedules count from here.
+    epoch: Instant,
     /// Serialisation end times of queued packets (the queue occupancy).
     queued: VecDeque<Instant>,
 }
@@ -258,7 +260,8 @@ impl Link {
     /// Decides the fate of a datagram of `len` bytes arriving at `now`: `Some(delivery
     /// time)`, or `None` with the counter that explains the drop already bumped.
     fn admit(&mut self, now: Instant, len: usize, stats: &DirStats) -> Option<Instant> {
-        if self.loss.drops() {
+        let since = now.saturating_duration_since(self.epoch).as_nanos() as u64;
+        if self.loss.drops(since) {
             stats.lost.fetch_add(1, Ordering::Relaxed);
             return None;
         }
@@ -293,6 +296,7 @@ async fn run_link(
         spec,
         loss: LossModel::new(spec.loss, rng),
         busy_until: Instant::now(),
+        epoch: Instant::now(),
         queued: VecDeque::new(),
     };
     let mut flight: VecDeque<(Instant, Item)> = VecDeque::new();
@@ -343,6 +347,7 @@ mod tests {
             },
             loss: LossModel::new(LossSpec::None, Rng::new(1, 1)),
             busy_until: Instant::now(),
+            epoch: Instant::now(),
             queued: VecDeque::new(),
         };
         let now = Instant::now() + Duration::from_millis(1);

@@ -1,7 +1,8 @@
 //! Connection parameters and the named schemes that select congestion behaviour.
 
 use crate::cc::CcKind;
-use crate::fec::{FecConfig, GroupPolicy};
+use crate::fec::{Adaptive, AfecParams, DynamicFec, FecConfig, GroupPolicy, TfecParams};
+use crate::fectcp::FectcpParams;
 use core::time::Duration;
 
 /// How lost segments are detected and repaired once duplicate ACKs arrive.
@@ -28,6 +29,8 @@ pub struct Scheme {
     pub cc: CcKind,
     /// Forward error correction, if the scheme uses it.
     pub fec: Option<FecConfig>,
+    /// FECTCP: block transfers by fountain code instead of a TCP byte stream.
+    pub fountain: Option<FectcpParams>,
 }
 
 /// The FEC scheme families: pattern, description (`tcpfec schemes` prints these).
@@ -37,7 +40,13 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
     ("fec-static-N", "Sato S2+S4: one XOR repair per N segments, duplicate-ACK suppression (ch. 3 'fec 1/N')"),
     ("fec-fmax-N", "Sato S3+S4: group size min(cwnd-1, N), duplicate-ACK suppression (ch. 4 'fec+fmax N')"),
     ("fec-dup-...", "any of the above without duplicate-ACK suppression (ch. 3 simple FEC; ch. 4 'fec-dup')"),
-    ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe or cubic (SACK recovery, CUBIC window)"),
+        ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe or cubic (SACK recovery, CUBIC window)"),
+    ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
+    ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
+    ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --target-rate or --app-rate, NewReno base"),
+    ("afec-raw100", "TCP-AFEC with K=100 and 100 levels (the paper's AFEC(raw100))"),
+    ("tfec", "TCP-TFEC (Teshima T3): Reed-Solomon blocks of K=100, repairs from the calibrated loss-rate table (+1) at the loss measured every 5 s (gamma 0.8), window capped at target x RTT x redundancy, NewReno base"),
+    ("fectcp", "FECTCP (Botos B1-B2): block transfers as RaptorQ symbols, never a retransmission, per-symbol timers (1+0.3)(sRTT+sigma), only a timer expiry halves the window; needs a finite transfer"),
     ("fec-il-gG-lL-rR", "Sato S4-S6: G interleaved groups of min(cwnd/G, L) (L=0: no limit), ECN-Echo on recovery with cwnd x R once per window, NewReno base (ch. 5)"),
 ];
 
@@ -85,6 +94,7 @@ impl Scheme {
                 recovery,
                 cc,
                 fec: None,
+                fountain: None,
             });
         }
         if lower.starts_with("fec-") {
@@ -92,6 +102,21 @@ impl Scheme {
         }
         if lower.starts_with("anker-") {
             return parse_anker(&lower).map_err(|why| format!("scheme '{name}': {why}"));
+        }
+        if lower == "fectcp" {
+            return Ok(Scheme {
+                name: "fectcp".into(),
+                recovery: Recovery::Sack,
+                cc: CcKind::Reno,
+                fec: None,
+                fountain: Some(FectcpParams::default()),
+            });
+        }
+        if matches!(lower.as_str(), "afec" | "afec-raw100" | "tfec") {
+            return Ok(teshima(&lower));
+        }
+        if lower == "dfec" || lower.starts_with("tcp-ir") {
+            return parse_ferlin(&lower).map_err(|why| format!("scheme '{name}': {why}"));
         }
         let known: Vec<&str> = BASELINE_SCHEMES.iter().map(|s| s.0).collect();
         let fec: Vec<&str> = FEC_SCHEMES.iter().map(|s| s.0).collect();
@@ -140,6 +165,9 @@ pub struct Config {
     pub syn_retries: u32,
     /// Congestion control and loss recovery.
     pub scheme: Scheme,
+    /// The rate the application needs, bits per second, if it has one: schemes with a
+    /// target rate (TCP-AFEC's W_app, TCP-TFEC's receive window) read it.
+    pub target_rate_bps: Option<u64>,
 }
 
 impl Default for Config {
@@ -159,6 +187,7 @@ impl Default for Config {
             max_sack_blocks: 3,
             syn_retries: 6,
             scheme: Scheme::parse("sack").expect("built-in scheme"),
+            target_rate_bps: None,
         }
     }
 }
@@ -211,7 +240,11 @@ fn parse_fec(name: &str) -> Result<Scheme, String> {
             suppress_dupacks: suppress,
             ecn_factor,
             repairs: 1,
+            flush_at_flight_end: false,
+            repeat_recovery_ack: false,
+            adaptive: None,
         }),
+        fountain: None,
     })
 }
 
@@ -257,7 +290,83 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
             suppress_dupacks: true,
             ecn_factor: None,
             repairs: m,
+            // A1: the sender may send "fewer error correcting packets at the window end".
+            flush_at_flight_end: true,
+            repeat_recovery_ack: true,
+            adaptive: None,
         }),
+        fountain: None,
+    })
+}
+
+/// Teshima's schemes (seed 001): `afec`, `afec-raw100`, `tfec`. The FEC sits below TCP:
+/// losses it repairs never reach congestion control (duplicate ACKs withheld), the rest
+/// fall to NewReno (choice: the paper does not name AFEC's base TCP).
+fn teshima(name: &str) -> Scheme {
+    let (block, adaptive) = match name {
+        "afec" => {
+            let p = AfecParams::default_preset();
+            (p.block, Adaptive::Afec(p))
+        }
+        "afec-raw100" => {
+            let p = AfecParams::raw100();
+            (p.block, Adaptive::Afec(p))
+        }
+        _ => {
+            let p = TfecParams::default();
+            (p.block, Adaptive::Tfec(p))
+        }
+    };
+    Scheme {
+        name: name.to_string(),
+        recovery: Recovery::NewReno,
+        cc: CcKind::Reno,
+        fec: Some(FecConfig {
+            policy: GroupPolicy::Static(block),
+            suppress_dupacks: true,
+            ecn_factor: None,
+            repairs: 1,
+            flush_at_flight_end: true,
+            repeat_recovery_ack: true,
+            adaptive: Some(adaptive),
+        }),
+        fountain: None,
+    }
+}
+
+/// Parses Ferlin's schemes (seed 003): `tcp-ir[-N]` and `dfec`. Both run over CUBIC with
+/// SACK, Linux's defaults, which the slides' Linux implementation builds on (choice).
+fn parse_ferlin(name: &str) -> Result<Scheme, String> {
+    let (group, ecn_factor, adaptive) = match name {
+        "dfec" => (16, None, Some(Adaptive::Dfec(DynamicFec::default()))),
+        "tcp-ir" => (16, Some(0.5), None),
+        other => {
+            let n = other
+                .strip_prefix("tcp-ir-")
+                .ok_or("write tcp-ir, tcp-ir-N or dfec")?;
+            let n: u16 = number(n, "group size N")?;
+            if n == 0 {
+                return Err("group size must be at least 1".into());
+            }
+            (n, Some(0.5), None)
+        }
+    };
+    Ok(Scheme {
+        name: name.to_string(),
+        recovery: Recovery::Sack,
+        cc: CcKind::Cubic,
+        fec: Some(FecConfig {
+            policy: GroupPolicy::Static(group),
+            // A loss FEC can still repair raises no duplicate ACKs; TCP-IR then reacts to
+            // the recovery as to a loss (ECN-Echo, factor 1/2), dFEC by its own rules.
+            suppress_dupacks: true,
+            ecn_factor,
+            repairs: 1,
+            flush_at_flight_end: true,
+            repeat_recovery_ack: true,
+            adaptive,
+        }),
+        fountain: None,
     })
 }
 

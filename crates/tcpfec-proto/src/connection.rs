@@ -310,6 +310,7 @@ impl Connection {
                     sack: p.sack.as_slice(),
                     ece: p.flags.contains(Flags::ECE),
                     pure: !occupies,
+                    fec_feedback: p.fec_feedback,
                 },
             );
         }
@@ -422,6 +423,8 @@ impl Connection {
             sack: a.sack,
             fec: None,
             repair: None,
+            fec_feedback: a.fec_feedback,
+            transfer: None,
             payload,
         }
     }
@@ -461,9 +464,7 @@ impl Connection {
                 }
             }
             State::Established => {
-                if self.sender.timeout().is_some_and(|d| d <= now) {
-                    self.sender.on_timeout(now);
-                }
+                self.sender.on_timer(now);
                 if self.linger_deadline.is_some_and(|d| d <= now) {
                     self.state = State::Closed;
                 }
@@ -482,6 +483,11 @@ impl Connection {
     /// Slow-start threshold in segments.
     pub fn ssthresh(&self) -> f64 {
         self.sender.cc.ssthresh()
+    }
+
+    /// Redundancy of the next FEC group, (K + k)/K (1 without FEC).
+    pub fn fec_redundancy(&self) -> f64 {
+        self.sender.fec_redundancy()
     }
 
     /// Size of the FEC groups being formed now (0 without FEC).

@@ -8,7 +8,9 @@
 pub mod cc;
 pub mod config;
 pub mod connection;
+pub mod endpoint;
 pub mod fec;
+pub mod fectcp;
 mod receiver;
 pub mod rtt;
 mod scoreboard;
@@ -19,6 +21,11 @@ pub mod wire;
 
 pub use config::{Config, Recovery, Scheme, BASELINE_SCHEMES, FEC_SCHEMES};
 pub use connection::{ConnError, Connection, State};
+pub use endpoint::Endpoint;
+pub use fectcp::{Fectcp, FectcpParams};
 pub use stats::Stats;
 pub use time::Instant;
-pub use wire::{FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks, WireError};
+pub use wire::{
+    FecFeedback, FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks, TransferInfo,
+    WireError,
+};

@@ -2,7 +2,7 @@
 
 use crate::fec::{Decoder, FecConfig};
 use crate::time::Instant;
-use crate::wire::{FecGroup, RepairInfo, SackBlock, SackBlocks};
+use crate::wire::{FecFeedback, FecGroup, RepairInfo, SackBlock, SackBlocks};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -53,6 +53,8 @@ pub(crate) struct AckFields {
     pub ts_ecr: u32,
     pub sack: SackBlocks,
     pub ece: bool,
+    /// Decoder counters, for TCP-dFEC senders.
+    pub fec_feedback: Option<FecFeedback>,
 }
 
 #[derive(Debug)]
@@ -71,6 +73,8 @@ pub(crate) struct Receiver {
     delayed_ack_timeout: Duration,
     unacked_in_order: u32,
     ack_now: bool,
+    /// Send the next ACK twice (see `FecConfig::repeat_recovery_ack`).
+    repeat_ack: bool,
     delack_deadline: Option<Instant>,
     ts_recent: u32,
     ece_latched: bool,
@@ -98,6 +102,7 @@ impl Receiver {
             delayed_ack_timeout,
             unacked_in_order: 0,
             ack_now: false,
+            repeat_ack: false,
             delack_deadline: None,
             ts_recent: 0,
             ece_latched: false,
@@ -201,6 +206,7 @@ impl Receiver {
         if arrival != Arrival::Ignored {
             // Deliver the cumulative ACK covering the rebuilt data at once.
             self.ack_now = true;
+            self.repeat_ack = self.fec.as_ref().is_some_and(|f| f.cfg.repeat_recovery_ack);
             if self
                 .fec
                 .as_ref()
@@ -401,7 +407,8 @@ impl Receiver {
 
     /// Fields for an outgoing packet; marks the acknowledgement as sent.
     pub fn take_ack(&mut self) -> AckFields {
-        self.ack_now = false;
+        // A repeated recovery ACK goes out right after the first.
+        self.ack_now = std::mem::take(&mut self.repeat_ack);
         self.delack_deadline = None;
         self.unacked_in_order = 0;
         self.peek_ack()
@@ -437,6 +444,19 @@ impl Receiver {
             ts_ecr: self.ts_recent,
             sack,
             ece: self.ece_latched,
+            fec_feedback: self.fec.as_ref().and_then(|f| {
+                if !f.cfg.adaptive?.needs_feedback() {
+                    return None;
+                }
+                let d = f.decoder.stats;
+                // Wrapping counters: the sender only ever looks at differences.
+                Some(FecFeedback {
+                    recovered: d.recovered as u32,
+                    failed: d.unrecoverable_groups as u32,
+                    repairs_lost: d.repairs_lost as u32,
+                    received: (self.segments_received + d.repairs_received) as u32,
+                })
+            }),
         }
     }
 }
@@ -519,6 +539,9 @@ mod tests {
             suppress_dupacks: suppress,
             ecn_factor: Some(0.7),
             repairs: 1,
+            flush_at_flight_end: false,
+            repeat_recovery_ack: false,
+            adaptive: None,
         });
         r
     }

@@ -3,11 +3,11 @@
 
 use crate::cc::CongestionControl;
 use crate::config::{Config, Recovery};
-use crate::fec::{Encoder, FecConfig, RepairOut};
+use crate::fec::{Controller, Encoder, FecConfig, FeedbackDelta, RepairOut, SenderTotals};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
 use crate::time::Instant;
-use crate::wire::{FecGroup, SackBlock};
+use crate::wire::{FecFeedback, FecGroup, SackBlock};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -42,6 +42,8 @@ pub(crate) struct AckInfo<'a> {
     pub ece: bool,
     /// No payload, no FIN, no SYN: eligible to count as a duplicate ACK.
     pub pure: bool,
+    /// The receiver's FEC decoder counters (TCP-dFEC).
+    pub fec_feedback: Option<FecFeedback>,
 }
 
 #[derive(Debug)]
@@ -74,6 +76,17 @@ pub(crate) struct Sender {
     /// Last member of each group whose repair is in flight: a repair counts against the
     /// window until the cumulative ACK passes its group.
     repairs_in_flight: VecDeque<u64>,
+    /// When to close the open FEC groups of a stalled flight (see `flush_at_flight_end`).
+    flush_deadline: Option<Instant>,
+    /// When to close the open FEC groups because the application has given no new data.
+    idle_flush_deadline: Option<Instant>,
+    /// The adaptive redundancy controller (dFEC, AFEC, TFEC), the last counters the peer
+    /// reported, and the total of packets it reported received.
+    control: Option<Controller>,
+    peer_fec: FecFeedback,
+    peer_received: u64,
+    /// The application's rate, if it has one (bits per second).
+    target_rate_bps: Option<u64>,
     pub repairs_sent: u64,
     pub data_packets_sent: u64,
     pub retransmissions: u64,
@@ -87,6 +100,15 @@ pub(crate) struct Sender {
 
 impl Sender {
     pub fn new(cfg: &Config) -> Self {
+        let mut s = Self::build(cfg);
+        let k = s.control.as_ref().and_then(|c| c.initial_repairs());
+        if let (Some(k), Some((enc, _))) = (k, s.fec.as_mut()) {
+            enc.set_repairs(k);
+        }
+        s
+    }
+
+    fn build(cfg: &Config) -> Self {
         Sender {
             sb: Scoreboard::default(),
             unsent: VecDeque::new(),
@@ -119,6 +141,12 @@ impl Sender {
                 .fec
                 .map(|f| (Encoder::new(f.policy, f.repairs), f)),
             repairs_in_flight: VecDeque::new(),
+            flush_deadline: None,
+            idle_flush_deadline: None,
+            control: cfg.scheme.fec.and_then(|f| f.adaptive).map(Controller::new),
+            peer_fec: FecFeedback::default(),
+            peer_received: 0,
+            target_rate_bps: cfg.target_rate_bps,
             repairs_sent: 0,
             data_packets_sent: 0,
             retransmissions: 0,
@@ -187,13 +215,60 @@ impl Sender {
         self.sb.pipe() + self.repairs_in_flight.len()
     }
 
+    /// Redundancy of the next FEC group, (K + k)/K (1 without FEC).
+    pub fn fec_redundancy(&self) -> f64 {
+        self.fec.as_ref().map_or(1.0, |(e, _)| e.redundancy())
+    }
+
     /// Size of the FEC groups being formed now (0 without FEC).
     pub fn fec_group_size(&self) -> u16 {
         self.fec.as_ref().map_or(0, |(e, _)| e.group_size())
     }
 
+    /// The earliest of the retransmission timer, the flight-end flush timer and the
+    /// redundancy controller's timer.
     pub fn timeout(&self) -> Option<Instant> {
-        self.rto_deadline
+        [
+            self.rto_deadline,
+            self.flush_deadline,
+            self.idle_flush_deadline,
+            self.control.as_ref().and_then(|c| c.deadline()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Handles whichever timers are due at `now`.
+    pub fn on_timer(&mut self, now: Instant) {
+        if self.idle_flush_deadline.is_some_and(|d| d <= now) {
+            self.idle_flush_deadline = None;
+            if let Some((enc, _)) = self.fec.as_mut() {
+                enc.flush();
+            }
+        }
+        if self.flush_deadline.is_some_and(|d| d <= now) {
+            self.flush_deadline = None;
+            if let Some((enc, _)) = self.fec.as_mut() {
+                enc.flush();
+            }
+        }
+        if self.rto_deadline.is_some_and(|d| d <= now) {
+            self.on_timeout(now);
+        }
+        let (cwnd, rtt) = (self.cc.cwnd(), self.smoothed_rtt());
+        if let Some(c) = self.control.as_mut() {
+            if c.deadline().is_some_and(|d| d <= now) {
+                if let (Some(k), Some((enc, _))) = (c.on_timer(now, cwnd, rtt), self.fec.as_mut()) {
+                    enc.set_repairs(k);
+                }
+            }
+        }
+    }
+
+    /// Smoothed RTT, or the initial RTO before the first sample.
+    fn smoothed_rtt(&self) -> Duration {
+        self.rtt.srtt().unwrap_or(self.rtt.rto())
     }
 
     fn arm_rto(&mut self, now: Instant) {
@@ -210,7 +285,14 @@ impl Sender {
 
     /// The next packet to transmit, if the window and the data allow one.
     pub fn poll(&mut self, now: Instant) -> Option<Outgoing> {
-        let cwnd = self.cc.cwnd().floor().max(1.0) as usize;
+        let mut cwnd = self.cc.cwnd();
+        // TCP-TFEC and TCP-AFEC with a target rate send no faster than the target needs.
+        if let (Some(c), Some(r)) = (self.control.as_ref(), self.target_rate_bps) {
+            if let Some(cap) = c.window_cap(r, self.smoothed_rtt(), self.mss) {
+                cwnd = cwnd.min(cap);
+            }
+        }
+        let cwnd = cwnd.floor().max(1.0) as usize;
         let window_open = self.pipe() < cwnd;
         if window_open || self.force_retransmit {
             if let Some(seg) = self.sb.next_retransmission() {
@@ -226,16 +308,18 @@ impl Sender {
             return Some(Outgoing::Repair(r));
         }
         if !self.has_new_data() {
-            // Out of data: close the open groups so the tail is protected too.
-            if let Some((enc, _)) = self.fec.as_mut() {
-                if enc.has_open_group() {
-                    enc.flush();
-                    return self.poll_repair().map(Outgoing::Repair);
+            // Out of data: if none comes for half a round trip, the open groups are closed
+            // so the tail of a transfer, or a pause in a stream, is protected too. Closing
+            // at once would cut a paced stream into one-packet groups.
+            if let Some((enc, _)) = self.fec.as_ref() {
+                if enc.has_open_group() && self.idle_flush_deadline.is_none() {
+                    self.idle_flush_deadline = Some(now + self.smoothed_rtt() / 2);
                 }
             }
             return None;
         }
         if !(window_open || self.force_probe) {
+            self.arm_flush(now);
             return None;
         }
         let next_len = self.unsent.front().map_or(0, |b| b.len().min(self.mss));
@@ -243,10 +327,16 @@ impl Sender {
             if self.sb.outstanding() == 0 && self.rto_deadline.is_none() {
                 self.arm_rto(now); // persist: probe the closed window when it fires
             }
+            self.arm_flush(now);
             return None;
         }
         self.force_probe = false;
         let (payload, fin) = self.take_new_payload();
+        self.idle_flush_deadline = None;
+        let rtt = self.smoothed_rtt();
+        if let Some(c) = self.control.as_mut() {
+            c.on_send(now, rtt);
+        }
         let seg = self.sb.push(payload.clone(), fin);
         if fin {
             self.fin_sent = true;
@@ -268,6 +358,17 @@ impl Sender {
             cwr,
             fec,
         }))
+    }
+
+    /// The sender is blocked by a window: if no ACK comes for half a round trip, the open
+    /// groups will be closed early (see `FecConfig::flush_at_flight_end`).
+    fn arm_flush(&mut self, now: Instant) {
+        if let Some((enc, f)) = self.fec.as_ref() {
+            if f.flush_at_flight_end && enc.has_open_group() && self.flush_deadline.is_none() {
+                let wait = self.rtt.srtt().unwrap_or(self.rtt.rto()) / 2;
+                self.flush_deadline = Some(now + wait);
+            }
+        }
     }
 
     fn poll_repair(&mut self) -> Option<RepairOut> {
@@ -337,6 +438,11 @@ impl Sender {
     pub fn on_ack(&mut self, now: Instant, a: &AckInfo<'_>) {
         if a.ack > self.sb.nxt() {
             return; // acknowledges data never sent: ignore
+        }
+        // The ACK clock is running: the flight has not stalled.
+        self.flush_deadline = None;
+        if let Some(fb) = a.fec_feedback {
+            self.on_fec_feedback(now, fb);
         }
         self.peer_window = a.window;
         if self.sack {
@@ -427,6 +533,7 @@ impl Sender {
 
     fn enter_recovery(&mut self, now: Instant) {
         self.fast_recoveries += 1;
+        self.on_unrepaired_loss(now);
         let flight = self.flight_for_reduction();
         self.recover = Some(self.sb.nxt() - 1);
         self.cc.on_congestion_event(now, flight);
@@ -464,12 +571,86 @@ impl Sender {
     }
 
     fn on_ece(&mut self, now: Instant) {
-        // RFC 3168 §6.1.2: react at most once per window of data, and not during recovery.
+        let factor = self.fec.as_ref().and_then(|(_, f)| f.ecn_factor);
+        self.reduce_once_per_window(now, factor);
+    }
+
+    /// The receiver's FEC counters arrived: the adaptive controller reacts (TCP-dFEC's
+    /// cwnd rules and ratio, TCP-TFEC's loss estimate).
+    fn on_fec_feedback(&mut self, now: Instant, fb: FecFeedback) {
+        let prev = self.peer_fec;
+        let d = FeedbackDelta {
+            recovered: fb.recovered.wrapping_sub(prev.recovered),
+            failed: fb.failed.wrapping_sub(prev.failed),
+            repairs_lost: fb.repairs_lost.wrapping_sub(prev.repairs_lost),
+        };
+        let received = fb.received.wrapping_sub(prev.received);
+        // Counters only grow: a "decrease" is an ACK overtaken by a newer one.
+        if [d.recovered, d.failed, d.repairs_lost, received]
+            .iter()
+            .any(|&x| x > u32::MAX / 2)
+        {
+            return;
+        }
+        self.peer_fec = fb;
+        self.peer_received += received as u64;
+        let totals = SenderTotals {
+            data_sent: self.data_packets_sent,
+            retransmitted: self.retransmissions,
+            packets_sent: self.data_packets_sent + self.repairs_sent,
+            peer_received: self.peer_received,
+        };
+        let in_recovery = self.in_recovery;
+        let Some(c) = self.control.as_mut() else {
+            return;
+        };
+        let r = c.on_feedback(now, d, totals, in_recovery);
+        if r.grow > 0.0 {
+            self.cc.set_cwnd(self.cc.cwnd() + r.grow);
+        }
+        if r.halve {
+            self.reduce_once_per_window(now, Some(0.5));
+        }
+        if let Some((enc, _)) = self.fec.as_mut() {
+            if let Some(p) = r.policy {
+                enc.set_policy(p);
+            }
+            if let Some(k) = r.repairs {
+                enc.set_repairs(k);
+            }
+        }
+    }
+
+    /// A loss FEC did not repair reached the sender (TCP-AFEC climbs a level).
+    fn on_unrepaired_loss(&mut self, now: Instant) {
+        let cwnd = self.cc.cwnd();
+        let w_app = self.target_window();
+        if let Some(k) = self
+            .control
+            .as_mut()
+            .and_then(|c| c.on_loss(now, cwnd, w_app))
+        {
+            if let Some((enc, _)) = self.fec.as_mut() {
+                enc.set_repairs(k);
+            }
+        }
+    }
+
+    /// The target rate as a window in packets, W_app = R · RTT (Teshima eq. 2).
+    fn target_window(&self) -> Option<f64> {
+        let r = self.target_rate_bps?;
+        let rtt = self.rtt.mean().or(self.rtt.srtt())?;
+        Some(r as f64 * rtt.as_secs_f64() / (8.0 * self.mss as f64))
+    }
+
+    /// Multiplies cwnd by `factor` (or halves the flight, RFC 5681, when `None`), at most
+    /// once per window of data and not during loss recovery (RFC 3168 §6.1.2).
+    fn reduce_once_per_window(&mut self, now: Instant, factor: Option<f64>) {
         if self.in_recovery || self.ecn_recover.is_some_and(|r| self.sb.una() <= r) {
             return;
         }
         self.ecn_reductions += 1;
-        match self.fec.as_ref().and_then(|(_, f)| f.ecn_factor) {
+        match factor {
             // S5: the receiver signals a recovered loss; reduce by the scheme's factor r.
             Some(r) => {
                 let w = (self.cc.cwnd() * r).max(1.0);
@@ -485,8 +666,9 @@ impl Sender {
     }
 
     /// The retransmission timer fired (the caller checked the deadline).
-    pub fn on_timeout(&mut self, now: Instant) {
+    fn on_timeout(&mut self, now: Instant) {
         self.rto_deadline = None;
+        self.flush_deadline = None;
         if self.sb.outstanding() == 0 {
             if self.has_new_data() {
                 self.force_probe = true; // persist probe into a closed window
@@ -494,6 +676,7 @@ impl Sender {
             return;
         }
         self.timeouts += 1;
+        self.on_unrepaired_loss(now);
         let flight = self.flight_for_reduction();
         self.cc.on_timeout(now, flight);
         self.rtt.back_off();

@@ -19,6 +19,8 @@ const OPT_SACK: u8 = 1;
 const OPT_MSS: u8 = 2;
 const OPT_FEC_GROUP: u8 = 3;
 const OPT_REPAIR: u8 = 4;
+const OPT_FEC_FEEDBACK: u8 = 5;
+const OPT_TRANSFER: u8 = 6;
 
 /// Why a byte string is not a valid packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,8 +82,12 @@ impl Flags {
     pub const CWR: Flags = Flags(1 << 5);
     /// On SYN / SYN-ACK: the sender of this packet understands SACK blocks.
     pub const SACK_PERMITTED: Flags = Flags(1 << 6);
+    /// FECTCP: the first symbol of a new block transfer (Botos' BSYN).
+    pub const BSYN: Flags = Flags(1 << 7);
+    /// FECTCP: the receiver has decoded the block (Botos' BACK).
+    pub const BACK: Flags = Flags(1 << 8);
     /// All bits defined in this version.
-    pub const KNOWN: u16 = 0x7f;
+    pub const KNOWN: u16 = 0x1ff;
 
     /// No flag set.
     pub const fn empty() -> Flags {
@@ -186,6 +192,30 @@ pub struct RepairInfo {
 
 /// One packet, parsed. Data, acknowledgement and control travel in the same packet type;
 /// a packet with `repair` set is a repair packet (its payload is coded, not stream data).
+/// FECTCP: which block transfer a symbol belongs to and how to decode it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct TransferInfo {
+    /// Transfer id: distinguishes the blocks of one connection.
+    pub id: u32,
+    /// The fountain code's object transmission information (RFC 6330 §3.3.2, 12 bytes):
+    /// block length, symbol size, source blocks, sub-blocks, alignment.
+    pub oti: [u8; 12],
+}
+
+/// What the receiver's FEC decoder has seen, as wrapping cumulative counters (so a lost
+/// ACK loses no event): TCP-dFEC (Ferlin, F2) steers cwnd and the FEC ratio by them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct FecFeedback {
+    /// Segments rebuilt from repair packets.
+    pub recovered: u32,
+    /// Groups with more losses than repairs ("FEC failed").
+    pub failed: u32,
+    /// Groups that lost no data but whose repair never arrived ("FEC lost").
+    pub repairs_lost: u32,
+    /// Data and repair packets received (TCP-TFEC's Rp).
+    pub received: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Packet {
     /// Connection identifier chosen by the receiver of this packet (for demultiplexing).
@@ -210,6 +240,10 @@ pub struct Packet {
     pub fec: Option<FecGroup>,
     /// Set on repair packets.
     pub repair: Option<RepairInfo>,
+    /// FEC decoder counters, on ACKs of schemes that ask for them.
+    pub fec_feedback: Option<FecFeedback>,
+    /// FECTCP: the block transfer of this symbol (or of this ACK).
+    pub transfer: Option<TransferInfo>,
     /// Application bytes carried by this segment (coded bytes on a repair packet).
     pub payload: Bytes,
 }
@@ -235,7 +269,9 @@ impl Packet {
         let mss = if self.mss.is_some() { 4 } else { 0 };
         let fec = if self.fec.is_some() { 15 } else { 0 };
         let repair = if self.repair.is_some() { 6 } else { 0 };
-        sack + mss + fec + repair
+        let feedback = if self.fec_feedback.is_some() { 18 } else { 0 };
+        let transfer = if self.transfer.is_some() { 18 } else { 0 };
+        sack + mss + fec + repair + feedback + transfer
     }
 
     /// Total encoded length in bytes.
@@ -294,6 +330,22 @@ impl Packet {
             out[at + 4] = r.index;
             out[at + 5] = r.total;
             at += 6;
+        }
+        if let Some(f) = self.fec_feedback {
+            out[at] = OPT_FEC_FEEDBACK;
+            out[at + 1] = 16;
+            out[at + 2..at + 6].copy_from_slice(&f.recovered.to_be_bytes());
+            out[at + 6..at + 10].copy_from_slice(&f.failed.to_be_bytes());
+            out[at + 10..at + 14].copy_from_slice(&f.repairs_lost.to_be_bytes());
+            out[at + 14..at + 18].copy_from_slice(&f.received.to_be_bytes());
+            at += 18;
+        }
+        if let Some(t) = self.transfer {
+            out[at] = OPT_TRANSFER;
+            out[at + 1] = 16;
+            out[at + 2..at + 6].copy_from_slice(&t.id.to_be_bytes());
+            out[at + 6..at + 18].copy_from_slice(&t.oti);
+            at += 18;
         }
         if !self.sack.is_empty() {
             out[at] = OPT_SACK;
@@ -457,6 +509,31 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                 }
                 p.repair = Some(r);
             }
+            OPT_FEC_FEEDBACK => {
+                if len != 16 || p.fec_feedback.is_some() {
+                    return Err(WireError::BadOption(
+                        "FEC feedback option length or repetition",
+                    ));
+                }
+                let word = |i: usize| u32::from_be_bytes(body[i..i + 4].try_into().unwrap());
+                p.fec_feedback = Some(FecFeedback {
+                    recovered: word(0),
+                    failed: word(4),
+                    repairs_lost: word(8),
+                    received: word(12),
+                });
+            }
+            OPT_TRANSFER => {
+                if len != 16 || p.transfer.is_some() {
+                    return Err(WireError::BadOption("transfer option length or repetition"));
+                }
+                let mut oti = [0u8; 12];
+                oti.copy_from_slice(&body[4..16]);
+                p.transfer = Some(TransferInfo {
+                    id: u32::from_be_bytes(body[..4].try_into().unwrap()),
+                    oti,
+                });
+            }
             _ => return Err(WireError::BadOption("unknown option type")),
         }
         opts = &opts[2 + len..];
@@ -489,6 +566,13 @@ mod tests {
                 repairs: 1,
             }),
             repair: None,
+            transfer: None,
+            fec_feedback: Some(FecFeedback {
+                recovered: 3,
+                failed: u32::MAX,
+                repairs_lost: 0,
+                received: 77,
+            }),
             payload: Bytes::from_static(b"hello"),
         }
     }
@@ -545,8 +629,9 @@ mod tests {
         b.push(0);
         assert_eq!(Packet::parse(&b), Err(WireError::TrailingBytes));
         let mut b = good;
-        // First SACK block start (after the 4-byte MSS option and 2-byte SACK header).
-        let at = FIXED_HEADER_LEN + 4 + 15 + 2;
+        // First SACK block start (after the MSS, FEC group and FEC feedback options and the
+        // 2-byte SACK header).
+        let at = FIXED_HEADER_LEN + 4 + 15 + 18 + 2;
         b[at..at + 8].copy_from_slice(&100u64.to_be_bytes());
         assert!(matches!(Packet::parse(&b), Err(WireError::BadOption(_))));
     }

@@ -144,7 +144,8 @@ proptest! {
         scheme in prop::sample::select(vec![
             "tahoe", "reno", "newreno", "sack", "cubic",
             "fec-fmax-10", "fec-cwnd", "fec-dup-static-4", "fec-il-g3-l10-r0.7", "fec-il-g2-l0-r1",
-            "anker-8-1", "anker-16-2", "anker-4-3-tahoe",
+            "anker-8-1", "anker-16-2", "anker-4-3-tahoe", "tcp-ir", "tcp-ir-4", "dfec",
+            "afec", "afec-raw100", "tfec",
         ]),
     ) {
         let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();

@@ -3,12 +3,14 @@
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use tcpfec_proto::wire::{FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks};
+use tcpfec_proto::wire::{
+    FecFeedback, FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks, TransferInfo,
+};
 
 fn arb_packet() -> impl Strategy<Value = Packet> {
     (
         any::<u32>(),
-        0u16..0x80,
+        0u16..0x200,
         any::<u64>(),
         any::<u64>(),
         any::<(u32, u32, u32)>(),
@@ -17,6 +19,8 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
         proptest::collection::vec(any::<u8>(), 0..2000),
         proptest::option::of((0u64..1 << 40, 1u16..300, 1u16..8)),
         proptest::option::of((any::<u16>(), 0u8..3)),
+        proptest::option::of(any::<(u32, u32, u32, u32)>()),
+        proptest::option::of((any::<u32>(), any::<[u8; 12]>())),
     )
         .prop_map(
             |(
@@ -30,6 +34,8 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                 payload,
                 fec,
                 repair,
+                feedback,
+                transfer,
             )| {
                 let mut sack = SackBlocks::default();
                 for (start, len) in blocks {
@@ -61,6 +67,15 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                         index,
                         total: index + 1,
                     }),
+                    fec_feedback: feedback.map(|(recovered, failed, repairs_lost, received)| {
+                        FecFeedback {
+                            recovered,
+                            failed,
+                            repairs_lost,
+                            received,
+                        }
+                    }),
+                    transfer: transfer.map(|(id, oti)| TransferInfo { id, oti }),
                     payload: Bytes::from(payload),
                 }
             },

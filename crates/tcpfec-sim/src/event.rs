@@ -26,6 +26,11 @@ pub enum EventKind {
     },
     /// Record a sample of every flow's congestion window.
     Sample,
+    /// A rate-limited application of flow `flow` may write more data.
+    AppTick {
+        /// Flow index.
+        flow: u32,
+    },
     /// The measurement window opens: snapshot the counters.
     WindowStart,
     /// The measurement window closes: snapshot the counters.

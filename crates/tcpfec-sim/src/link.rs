@@ -86,7 +86,7 @@ impl Link {
             self.waiting_starts.push_back(start);
         }
         self.accepted += 1;
-        if self.loss.drops() {
+        if self.loss.drops(now) {
             self.random_drops += 1;
             return Offer::Lost;
         }

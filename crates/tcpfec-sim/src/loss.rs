@@ -26,6 +26,16 @@ pub enum LossSpec {
         /// Delivery probability in the good state.
         k: f64,
     },
+    /// Bernoulli loss whose rate alternates between `first` and `second` every
+    /// `period_ns`, starting with `first` (Teshima's 0.1 % ↔ 10 % schedule).
+    Switching {
+        /// Loss probability in the first, third, … period.
+        first: f64,
+        /// Loss probability in the second, fourth, … period.
+        second: f64,
+        /// Length of each period, ns.
+        period_ns: u64,
+    },
 }
 
 impl LossSpec {
@@ -61,8 +71,30 @@ impl LossSpec {
     }
 
     /// Long-run loss probability of the model.
+    /// Parses a switching schedule `A/B@T`: rate A, then B, alternating every T.
+    pub fn parse_switching(s: &str) -> Result<LossSpec, String> {
+        let (rates, period) = s
+            .split_once('@')
+            .ok_or_else(|| format!("'{s}': write A/B@T, e.g. 0.1%/10%@10s"))?;
+        let (a, b) = rates
+            .split_once('/')
+            .ok_or_else(|| format!("'{s}': write A/B@T, e.g. 0.1%/10%@10s"))?;
+        let first = crate::units::parse_probability(a)?;
+        let second = crate::units::parse_probability(b)?;
+        let period = crate::units::parse_duration(period)?;
+        if period.is_zero() {
+            return Err(format!("'{s}': the period must be positive"));
+        }
+        Ok(LossSpec::Switching {
+            first,
+            second,
+            period_ns: period.as_nanos() as u64,
+        })
+    }
+
     pub fn mean_loss(&self) -> f64 {
         match *self {
+            LossSpec::Switching { first, second, .. } => (first + second) / 2.0,
             LossSpec::None => 0.0,
             LossSpec::Bernoulli { p } => p,
             LossSpec::GilbertElliott { p, r, h, k } => {
@@ -96,10 +128,23 @@ impl LossModel {
     }
 
     /// Decides the fate of the next packet: true means it is lost.
+    /// Whether the packet offered at `now` (ns) is lost.
     #[inline]
-    pub fn drops(&mut self) -> bool {
+    pub fn drops(&mut self, now: u64) -> bool {
         match self.spec {
             LossSpec::None => false,
+            LossSpec::Switching {
+                first,
+                second,
+                period_ns,
+            } => {
+                let p = if (now / period_ns).is_multiple_of(2) {
+                    first
+                } else {
+                    second
+                };
+                self.rng.chance(p)
+            }
             LossSpec::Bernoulli { p } => self.rng.chance(p),
             LossSpec::GilbertElliott { p, r, h, k } => {
                 let flip = if self.bad { r } else { p };
@@ -119,7 +164,7 @@ mod tests {
 
     fn measured(spec: LossSpec, n: usize) -> f64 {
         let mut m = LossModel::new(spec, Rng::new(7, 1));
-        (0..n).filter(|_| m.drops()).count() as f64 / n as f64
+        (0..n).filter(|_| m.drops(0)).count() as f64 / n as f64
     }
 
     #[test]
@@ -139,7 +184,7 @@ mod tests {
         let mut m = LossModel::new(spec, Rng::new(7, 2));
         let (mut bursts, mut lost, mut prev) = (0, 0, false);
         for _ in 0..2_000_000 {
-            let d = m.drops();
+            let d = m.drops(0);
             if d {
                 lost += 1;
                 if !prev {
@@ -150,5 +195,20 @@ mod tests {
         }
         let mean_burst = lost as f64 / bursts as f64;
         assert!((mean_burst - 1.0 / 0.3).abs() < 0.3, "{mean_burst}");
+    }
+
+    #[test]
+    fn switching_schedule_alternates_by_time() {
+        let spec = LossSpec::parse_switching("0.1%/10%@10s").unwrap();
+        let mut m = LossModel::new(spec, Rng::new(3, 1));
+        let rate = |m: &mut LossModel, at: u64| {
+            (0..200_000).filter(|_| m.drops(at)).count() as f64 / 200_000.0
+        };
+        let s = 1_000_000_000u64;
+        assert!((rate(&mut m, 5 * s) - 0.001).abs() < 5e-4);
+        assert!((rate(&mut m, 15 * s) - 0.10).abs() < 5e-3);
+        assert!((rate(&mut m, 25 * s) - 0.001).abs() < 5e-4);
+        assert!(LossSpec::parse_switching("1%/2%").is_err());
+        assert!(LossSpec::parse_switching("1%/2%@0s").is_err());
     }
 }

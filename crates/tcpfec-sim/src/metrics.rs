@@ -40,6 +40,11 @@ pub struct FlowResult {
     pub redundancy_rate: f64,
     /// Recovered segments / repair packets sent, in the window.
     pub effective_recovery_rate: f64,
+    /// Delay jitter: mean gap between successive deliveries to the application, ms,
+    /// in the window (Teshima, Tables 2-4).
+    pub jitter_mean_ms: f64,
+    /// Standard deviation of those gaps, ms.
+    pub jitter_std_ms: f64,
 }
 
 /// Everything a run reports.
@@ -73,10 +78,19 @@ pub struct RunResult {
     pub incomplete_flows: u32,
     /// Jain's fairness index over the flows' goodput.
     pub jain_fairness: f64,
+    /// Goodput of the background flows, summed, Mb/s.
+    pub background_goodput_mbps: f64,
+    /// Delay jitter over all flows' deliveries in the window: mean gap, ms.
+    pub jitter_mean_ms: f64,
+    /// Standard deviation of those gaps, ms.
+    pub jitter_std_ms: f64,
     /// Events processed.
     pub events: u64,
     /// Data packets sent by all senders over the whole run.
     pub data_packets: u64,
+    /// Every packet both ends of all flows sent over the whole run: data, repair, ACK and
+    /// control packets (Anker's overhead ratio, Fig. 5).
+    pub packets_total: u64,
     /// Bytes that differed from what was written (only counted with data verification).
     pub corrupt_bytes: u64,
     /// Time series of each flow's cwnd in segments: (seconds, cwnd).
@@ -85,6 +99,12 @@ pub struct RunResult {
     /// Time series of each flow's FEC group size: (seconds, segments).
     #[serde(skip)]
     pub group_size_series: Vec<Vec<(f64, f64)>>,
+    /// Time series of each flow's application bytes delivered so far: (seconds, bytes).
+    #[serde(skip)]
+    pub delivered_series: Vec<Vec<(f64, f64)>>,
+    /// Time series of each flow's FEC redundancy (K + k)/K.
+    #[serde(skip)]
+    pub redundancy_series: Vec<Vec<(f64, f64)>>,
 }
 
 /// Jain's fairness index (Σx)² / (n Σx²); 1 when all equal.

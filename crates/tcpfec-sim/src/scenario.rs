@@ -30,6 +30,12 @@ pub enum App {
         /// Bytes to send.
         bytes: u64,
     },
+    /// Offers data at a constant rate (a streaming application with a target rate):
+    /// whatever the connection cannot take waits in the application.
+    Rate {
+        /// Offered rate, bits per second.
+        bps: u64,
+    },
 }
 
 /// When flows start.
@@ -101,6 +107,16 @@ pub struct Scenario {
     /// Check every delivered byte against what was written (costs a compare per byte).
     #[serde(skip)]
     pub verify_data: bool,
+    /// Receiver window in packets (Anker's W_m); `None` never limits a flow.
+    pub max_window: Option<u32>,
+    /// Target rate of the schemes that have one (bits per second); defaults to the
+    /// application's rate when it has one.
+    pub target_rate: Option<u64>,
+    /// Background Reno flows with bulk data sharing the bottleneck (Teshima's WLAN
+    /// setting), each between its own pair of hosts. Not counted in the run's metrics.
+    pub background: u32,
+    /// The background flows send right to left (uplink), against the measured flows.
+    pub background_uplink: bool,
 }
 
 fn scheme_name<S: serde::Serializer>(s: &Scheme, ser: S) -> Result<S::Ok, S::Error> {
@@ -134,6 +150,10 @@ impl Default for Scenario {
             seed: 1,
             cwnd_sample: None,
             verify_data: false,
+            max_window: None,
+            target_rate: None,
+            background: 0,
+            background_uplink: true,
         }
     }
 }
@@ -169,6 +189,15 @@ impl Scenario {
         if let App::Transfer { bytes: 0 } = self.app {
             return Err("--transfer: must be at least 1 byte".into());
         }
+        if let App::Rate { bps: 0 } = self.app {
+            return Err("--app-rate: must be positive".into());
+        }
+        if self.scheme.fountain.is_some() && !matches!(self.app, App::Transfer { .. }) {
+            return Err(format!(
+                "--scheme {}: FECTCP moves blocks; give their size with --transfer",
+                self.scheme.name
+            ));
+        }
         Ok(())
     }
 
@@ -187,9 +216,24 @@ impl Scenario {
             scheme: self.scheme.clone(),
             // Large enough never to limit a simulated flow; payloads are shared, not copied.
             send_buffer: 64 << 20,
-            recv_window: 256 << 20,
+            recv_window: self
+                .max_window
+                .map_or(256 << 20, |w| w.saturating_mul(self.mss() as u32)),
             syn_retries: 12,
+            target_rate_bps: self.target_rate.or(match self.app {
+                App::Rate { bps } => Some(bps),
+                _ => None,
+            }),
             ..Config::default()
+        }
+    }
+
+    /// The configuration of the background flows: Reno with the same engine settings.
+    pub fn background_config(&self) -> Config {
+        Config {
+            scheme: Scheme::parse("reno").expect("built-in"),
+            target_rate_bps: None,
+            ..self.config()
         }
     }
 

@@ -1,4 +1,4 @@
-//! The simulator: drives one engine [`Connection`] per endpoint over the built network in
+//! The simulator: drives one engine ([`tcpfec_proto::Endpoint`]) per endpoint over the built network in
 //! virtual time and collects the metrics of a [`Scenario`].
 
 use crate::event::{EventKind, EventQueue};
@@ -9,13 +9,15 @@ use crate::scenario::{App, Scenario, Start, HEADER_BYTES};
 use crate::topology::Network;
 use bytes::Bytes;
 use std::sync::OnceLock;
-use tcpfec_proto::{Connection, Instant, Packet, Stats};
+use tcpfec_proto::{Endpoint as Engine, Instant, Packet, Stats};
 
 /// Period of the byte pattern applications send: a prime, so that no whole number of
 /// segments maps a byte onto the same pattern position and misordering shows up.
 const PATTERN_LEN: usize = 1_048_573;
 /// Bulk senders top their buffer up in chunks of this size.
 const WRITE_CHUNK: usize = 64 * 1024;
+/// How often a rate-limited application is offered the chance to write.
+const APP_TICK_NS: u64 = 1_000_000;
 /// Random stream of the flows' start times.
 const START_STREAM: u64 = 1;
 
@@ -49,7 +51,7 @@ struct SimPacket {
 }
 
 struct Endpoint {
-    conn: Connection,
+    conn: Engine,
     node: u32,
     flow: u32,
     sender: bool,
@@ -82,6 +84,15 @@ struct FlowState {
     at_window_end: Option<Snapshot>,
     cwnd: Vec<(f64, f64)>,
     group_size: Vec<(f64, f64)>,
+    /// A background flow: bulk Reno, outside the run's metrics.
+    background: bool,
+    /// (seconds, application bytes read so far), sampled with the cwnd.
+    delivered: Vec<(f64, f64)>,
+    /// (seconds, FEC redundancy (K + k)/K), sampled with the cwnd.
+    redundancy: Vec<(f64, f64)>,
+    /// Delivery gaps inside the measurement window: count, sum and sum of squares (ns).
+    gaps: (u64, f64, f64),
+    last_delivery_ns: Option<u64>,
 }
 
 struct Simulator<'a> {
@@ -96,20 +107,24 @@ struct Simulator<'a> {
     endpoints: Vec<Endpoint>,
     flows: Vec<FlowState>,
     events: u64,
+    packets_total: u64,
 }
 
 impl<'a> Simulator<'a> {
     fn new(sc: &'a Scenario) -> Self {
         let net = Network::build(sc);
         let cfg = sc.config();
+        let bg_cfg = sc.background_config();
         let mut endpoints = Vec::new();
         let mut flows = Vec::new();
         let mut queue = EventQueue::default();
         let mut start_rng = Rng::new(sc.seed, START_STREAM);
         for (i, &(s, d)) in net.flow_hosts.iter().enumerate() {
             let flow = i as u32;
+            let background = flow >= sc.flows;
+            let cfg = if background { &bg_cfg } else { &cfg };
             endpoints.push(Endpoint {
-                conn: Connection::client(cfg.clone()),
+                conn: Engine::client(cfg.clone()),
                 node: s,
                 flow,
                 sender: true,
@@ -117,7 +132,7 @@ impl<'a> Simulator<'a> {
                 closed_own_side: false,
             });
             endpoints.push(Endpoint {
-                conn: Connection::server(cfg.clone()),
+                conn: Engine::server(cfg.clone()),
                 node: d,
                 flow,
                 sender: false,
@@ -132,6 +147,7 @@ impl<'a> Simulator<'a> {
             queue.push(start_ns, EventKind::Start { flow });
             flows.push(FlowState {
                 start_ns,
+                background,
                 ..FlowState::default()
             });
         }
@@ -155,6 +171,7 @@ impl<'a> Simulator<'a> {
             endpoints,
             flows,
             events: 0,
+            packets_total: 0,
         }
     }
 
@@ -171,6 +188,15 @@ impl<'a> Simulator<'a> {
                 EventKind::Start { flow } => {
                     self.flows[flow as usize].started = true;
                     self.service(2 * flow);
+                    if matches!(self.sc.app, App::Rate { .. }) {
+                        self.queue
+                            .push(self.now + APP_TICK_NS, EventKind::AppTick { flow });
+                    }
+                }
+                EventKind::AppTick { flow } => {
+                    self.service(2 * flow);
+                    self.queue
+                        .push(self.now + APP_TICK_NS, EventKind::AppTick { flow });
                 }
                 EventKind::Sample => self.on_sample(),
                 EventKind::WindowStart => {
@@ -241,6 +267,10 @@ impl<'a> Simulator<'a> {
             let (w, g) = (conn.cwnd(), conn.fec_group_size() as f64);
             self.flows[f].cwnd.push((t, w));
             self.flows[f].group_size.push((t, g));
+            let read = self.flows[f].read as f64;
+            self.flows[f].delivered.push((t, read));
+            let red = self.endpoints[2 * f].conn.fec_redundancy();
+            self.flows[f].redundancy.push((t, red));
         }
         let iv = self.sc.cwnd_sample.expect("sampling enabled").as_nanos() as u64;
         if self.now + iv <= self.end {
@@ -264,6 +294,7 @@ impl<'a> Simulator<'a> {
         let peer = ep ^ 1;
         let peer_node = self.endpoints[peer as usize].node;
         while let Some(packet) = self.endpoints[ep as usize].conn.poll_packet(now) {
+            self.packets_total += 1;
             let data = packet.occupies_segment();
             let size = wire_size(&packet);
             let slot = self.alloc(SimPacket {
@@ -290,10 +321,25 @@ impl<'a> Simulator<'a> {
     fn feed_sender(&mut self, ep: usize, flow: usize) {
         let conn = &mut self.endpoints[ep].conn;
         let f = &mut self.flows[flow];
-        match self.sc.app {
+        let app = if f.background { App::Bulk } else { self.sc.app };
+        match app {
             App::Bulk => {
                 while conn.write_capacity() >= WRITE_CHUNK {
                     f.written += conn.write(stream_bytes(f.written, WRITE_CHUNK)) as u64;
+                }
+            }
+            App::Rate { bps } => {
+                // Whole segments only, so the stream is not cut into runt packets.
+                let mss = self.sc.mss() as u128;
+                let offered = (self.now - f.start_ns) as u128 * bps as u128 / 8_000_000_000;
+                let offered = offered / mss * mss;
+                while (f.written as u128) < offered && conn.write_capacity() > 0 {
+                    let want = (offered - f.written as u128).min(WRITE_CHUNK as u128) as usize;
+                    let n = conn.write(stream_bytes(f.written, want));
+                    if n == 0 {
+                        break;
+                    }
+                    f.written += n as u64;
                 }
             }
             App::Transfer { bytes } => {
@@ -338,6 +384,15 @@ impl<'a> Simulator<'a> {
             f.read += chunk.len() as u64;
             if in_window {
                 f.delivered_in_window += chunk.len() as u64;
+                // Delay jitter (Teshima, Tables 2-4): the gaps between successive
+                // deliveries to the application.
+                if let Some(last) = f.last_delivery_ns {
+                    let gap = (self.now - last) as f64;
+                    f.gaps.0 += 1;
+                    f.gaps.1 += gap;
+                    f.gaps.2 += gap * gap;
+                }
+                f.last_delivery_ns = Some(self.now);
             }
         }
         if let App::Transfer { bytes } = self.sc.app {
@@ -387,12 +442,18 @@ impl<'a> Simulator<'a> {
         let mbps = |bytes: u64| bytes as f64 * 8.0 / wlen / 1e6;
         let mut out = RunResult {
             events: self.events,
+            packets_total: self.packets_total,
             ..RunResult::default()
         };
         let (mut sent, mut rexmit, mut dropped) = (0u64, 0u64, 0u64);
         let (mut repairs, mut recovered) = (0u64, 0u64);
         let mut completions = Vec::new();
+        let mut gaps = (0u64, 0.0f64, 0.0f64);
         for f in 0..self.flows.len() {
+            if self.flows[f].background {
+                out.background_goodput_mbps += mbps(self.flows[f].delivered_in_window);
+                continue;
+            }
             let end_snap = self.flows[f]
                 .at_window_end
                 .unwrap_or_else(|| self.snapshot(f));
@@ -436,7 +497,15 @@ impl<'a> Simulator<'a> {
                 dupacks_suppressed: b.rx.dupacks_suppressed - a.rx.dupacks_suppressed,
                 redundancy_rate: share(d_repairs, d_repairs + d_sent),
                 effective_recovery_rate: share(d_recovered, d_repairs),
+                jitter_mean_ms: gap_mean_ms(fs.gaps),
+                jitter_std_ms: gap_std_ms(fs.gaps),
             });
+            gaps.0 += fs.gaps.0;
+            gaps.1 += fs.gaps.1;
+            gaps.2 += fs.gaps.2;
+            out.delivered_series.push(std::mem::take(&mut fs.delivered));
+            out.redundancy_series
+                .push(std::mem::take(&mut fs.redundancy));
             out.cwnd_series.push(std::mem::take(&mut fs.cwnd));
             out.group_size_series
                 .push(std::mem::take(&mut fs.group_size));
@@ -449,6 +518,8 @@ impl<'a> Simulator<'a> {
             }
         };
         out.goodput_mbps = out.flows.iter().map(|f| f.goodput_mbps).sum();
+        out.jitter_mean_ms = gap_mean_ms(gaps);
+        out.jitter_std_ms = gap_std_ms(gaps);
         out.throughput_mbps = out.flows.iter().map(|f| f.throughput_mbps).sum();
         out.retransmission_rate = ratio(rexmit);
         out.data_loss_rate = ratio(dropped);
@@ -486,4 +557,22 @@ pub fn wire_size(p: &Packet) -> u32 {
         (2 + 8 * p.sack.len() as u32).div_ceil(4) * 4
     };
     HEADER_BYTES + sack + p.payload.len() as u32
+}
+
+/// Mean of the delivery gaps (count, sum, sum of squares in ns), in ms; 0 without gaps.
+fn gap_mean_ms(g: (u64, f64, f64)) -> f64 {
+    if g.0 == 0 {
+        return 0.0;
+    }
+    g.1 / g.0 as f64 * 1e-6
+}
+
+/// Standard deviation of the delivery gaps, in ms (population form).
+fn gap_std_ms(g: (u64, f64, f64)) -> f64 {
+    if g.0 == 0 {
+        return 0.0;
+    }
+    let n = g.0 as f64;
+    let mean = g.1 / n;
+    (g.2 / n - mean * mean).max(0.0).sqrt() * 1e-6
 }

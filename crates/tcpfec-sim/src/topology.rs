@@ -27,7 +27,7 @@ impl Network {
     pub fn build(sc: &Scenario) -> Network {
         let mut b = Builder::new(sc);
         let n = sc.flows;
-        match sc.topology {
+        let (r1, r2) = match sc.topology {
             Topology::Path => {
                 let (s, r1, r2, d) = (b.node(true), b.node(false), b.node(false), b.node(true));
                 let ad = sc.access_delay_of(0);
@@ -42,6 +42,7 @@ impl Network {
                 );
                 b.duplex(r2, d, sc.access_bps, ad, LossSpec::None, LossSpec::None);
                 b.flow_hosts = (0..n).map(|_| (s, d)).collect();
+                (r1, r2)
             }
             Topology::Dumbbell => {
                 let (r1, r2) = (b.node(false), b.node(false));
@@ -60,7 +61,20 @@ impl Network {
                     b.duplex(r2, d, sc.access_bps, ad, LossSpec::None, LossSpec::None);
                     b.flow_hosts.push((s, d));
                 }
+                (r1, r2)
             }
+        };
+        // Background flows: their own hosts on either side of the bottleneck, 1 ms away.
+        for _ in 0..sc.background {
+            let (left, right) = (b.node(true), b.node(true));
+            let ad = core::time::Duration::from_millis(1);
+            b.duplex(left, r1, sc.access_bps, ad, LossSpec::None, LossSpec::None);
+            b.duplex(r2, right, sc.access_bps, ad, LossSpec::None, LossSpec::None);
+            b.flow_hosts.push(if sc.background_uplink {
+                (right, left)
+            } else {
+                (left, right)
+            });
         }
         b.finish()
     }

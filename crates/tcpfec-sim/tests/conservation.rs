@@ -35,7 +35,7 @@ fn assert_exact(sc: &Scenario, what: &str) {
     );
 }
 
-const SCHEMES: [&str; 11] = [
+const SCHEMES: [&str; 17] = [
     "tahoe",
     "reno",
     "newreno",
@@ -47,6 +47,12 @@ const SCHEMES: [&str; 11] = [
     "fec-il-g3-l30-r0.7",
     "anker-16-2",
     "anker-5-3-tahoe",
+    "tcp-ir",
+    "dfec",
+    "afec",
+    "afec-raw100",
+    "tfec",
+    "fectcp",
 ];
 
 #[test]
@@ -123,12 +129,15 @@ fn fec_rebuilds_segments_and_counts_them() {
 #[test]
 fn reed_solomon_rebuilds_several_losses_per_block() {
     // (16,2) blocks at 3 % loss: blocks with two losses are common and must be rebuilt.
-    let sc = transfer(
+    let mut sc = transfer(
         "anker-16-2",
         LossSpec::Bernoulli { p: 0.03 },
         LossSpec::None,
         3_000_000,
     );
+    // Full blocks only, so the redundancy is exactly M/(N+M); early closing of stalled
+    // blocks has its own test (flight_end_flush.rs).
+    sc.scheme.fec.as_mut().unwrap().flush_at_flight_end = false;
     let r = run(&sc);
     assert_eq!(r.corrupt_bytes, 0);
     assert_eq!(r.incomplete_flows, 0);

@@ -95,13 +95,23 @@ pub(crate) struct DecoderStats {
     pub repairs_unneeded: u64,
     pub recovered: u64,
     pub unrecoverable_groups: u64,
+    /// Groups that lost no data but whose repair never came (TCP-dFEC's "FEC lost").
+    pub repairs_lost: u64,
 }
+
+/// Groups delivered in order whose repair has not arrived yet, kept this long at most.
+const AWAITING_REPAIRS: usize = 256;
 
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
     groups: BTreeMap<u64, GroupRx>,
     rs: RsCache,
     pub stats: DecoderStats,
+    /// (first, last) of groups delivered without their repair, oldest first. A repair
+    /// follows its group's last member, so once a segment two places later has arrived
+    /// the repair is counted lost.
+    awaiting_repair: std::collections::VecDeque<(u64, u64)>,
+    highest_source: u64,
 }
 
 /// Segments rebuilt by one call: (segment number, payload).
@@ -119,6 +129,14 @@ impl Decoder {
     /// A source segment arrived (original or retransmission; `fec` is its group option, if
     /// it carried one). Returns the segments rebuilt thanks to it.
     pub fn on_source(&mut self, seg: u64, fec: Option<FecGroup>, payload: &Bytes) -> Rebuilt {
+        self.highest_source = self.highest_source.max(seg);
+        while let Some(&(_, last)) = self.awaiting_repair.front() {
+            if last.saturating_add(1) >= self.highest_source {
+                break;
+            }
+            self.awaiting_repair.pop_front();
+            self.stats.repairs_lost += 1;
+        }
         if let Some(g) = fec {
             if g.index_of(seg).is_some() {
                 self.groups
@@ -146,6 +164,13 @@ impl Decoder {
         rcv_nxt: u64,
     ) -> Rebuilt {
         self.stats.repairs_received += 1;
+        if let Some(i) = self
+            .awaiting_repair
+            .iter()
+            .position(|&(first, _)| first == group.first)
+        {
+            self.awaiting_repair.remove(i);
+        }
         if group.last() < rcv_nxt && !self.groups.contains_key(&group.first) {
             self.stats.repairs_unneeded += 1; // everything it protects has arrived already
             return Vec::new();
@@ -243,6 +268,12 @@ impl Decoder {
             if g.group.last() >= rcv_nxt {
                 break;
             }
+            if g.n_repairs == 0 && !g.failed_counted {
+                if self.awaiting_repair.len() == AWAITING_REPAIRS {
+                    self.awaiting_repair.pop_front();
+                }
+                self.awaiting_repair.push_back((k, g.group.last()));
+            }
             self.groups.remove(&k);
         }
     }
@@ -322,5 +353,31 @@ mod tests {
         // Segment 3 was sent after the repair of group 0: the repair is lost.
         d.on_source(3, Some(group(3, 3)), &payload(3));
         assert!(!d.gap_repairable(1, 3));
+    }
+
+    #[test]
+    fn a_lost_repair_of_a_complete_group_is_counted_once_later_data_arrives() {
+        let mut d = Decoder::default();
+        for seg in 0..3 {
+            d.on_source(seg, Some(group(0, 3)), &payload(seg));
+        }
+        d.forget_below(3); // delivered in order, repair not seen
+        d.on_source(3, Some(group(3, 3)), &payload(3));
+        assert_eq!(
+            d.stats.repairs_lost, 0,
+            "the repair may still be on its way"
+        );
+        d.on_source(4, Some(group(3, 3)), &payload(4));
+        assert_eq!(d.stats.repairs_lost, 1);
+        // A repair that arrives late is not counted lost.
+        let mut d = Decoder::default();
+        for seg in 0..3 {
+            d.on_source(seg, Some(group(0, 3)), &payload(seg));
+        }
+        d.forget_below(3);
+        let (info, p) = repair_for(group(0, 3));
+        d.on_repair(group(0, 3), info, p, 3);
+        d.on_source(4, Some(group(3, 3)), &payload(4));
+        assert_eq!(d.stats.repairs_lost, 0);
     }
 }

@@ -54,6 +54,8 @@ struct Block {
     base: u64,
     count: u16,
     groups: u16,
+    /// Repair packets per group, fixed when the block opens.
+    repairs: u8,
     data: Vec<GroupData>,
     closed: Vec<bool>,
 }
@@ -87,9 +89,29 @@ impl Encoder {
         }
     }
 
+    /// Changes the number of repair packets per group from the next block on (TCP-AFEC's
+    /// and TCP-TFEC's redundancy).
+    pub fn set_repairs(&mut self, repairs: u8) {
+        self.repairs = repairs.max(1);
+    }
+
+    /// Changes how groups are sized from the next group on (TCP-dFEC's ratio control).
+    pub fn set_policy(&mut self, policy: GroupPolicy) {
+        self.policy = policy;
+    }
+
     /// Size of the most recently opened groups (for time series).
     pub fn group_size(&self) -> u16 {
         self.last_group_size
+    }
+
+    /// Redundancy of the next group, (K + k)/K with the current group size and repair count
+    /// (Teshima's measure; 1 before any group).
+    pub fn redundancy(&self) -> f64 {
+        if self.last_group_size == 0 {
+            return 1.0;
+        }
+        1.0 + self.repairs as f64 / self.last_group_size as f64
     }
 
     /// Adds a first transmission of segment `seg`; returns the group it belongs to.
@@ -110,12 +132,13 @@ impl Encoder {
                 base: seg,
                 count,
                 groups,
+                repairs: self.repairs,
                 data: vec![GroupData::new(self.repairs); groups as usize],
                 closed: vec![false; groups as usize],
             });
         }
-        let repairs = self.repairs;
         let b = self.block.as_mut().expect("just opened");
+        let repairs = b.repairs;
         let off = seg - b.base;
         let j = (off % b.groups as u64) as usize;
         let k = off / b.groups as u64;
@@ -179,7 +202,7 @@ impl Encoder {
                 first: b.base + j as u64,
                 count: data.members() as u16,
                 stride: b.groups,
-                repairs: self.repairs,
+                repairs: b.repairs,
             };
             self.emit(group, data);
         }

@@ -1,12 +1,20 @@
 //! Forward error correction: group policies, the XOR code, the sender's encoder and the
 //! receiver's decoder (SPEC C4, C5, S1–S6).
 
+pub mod afec;
+mod controller;
 mod decoder;
+mod dfec;
 mod encoder;
+pub mod fountain;
 pub mod policy;
 pub mod rs;
+pub mod tfec;
 pub mod xor;
 
+pub use afec::AfecParams;
+pub(crate) use controller::{Controller, FeedbackDelta, SenderTotals};
 pub(crate) use decoder::Decoder;
 pub(crate) use encoder::{Encoder, RepairOut};
-pub use policy::{FecConfig, GroupPolicy};
+pub use policy::{Adaptive, DynamicFec, FecConfig, GroupPolicy};
+pub use tfec::TfecParams;

@@ -56,6 +56,66 @@ pub struct FecConfig {
     pub ecn_factor: Option<f64>,
     /// Repair packets per group: 1 = XOR, M > 1 = Reed-Solomon (K+M, K).
     pub repairs: u8,
+    /// Close the open groups when the window stops the sender and no ACK has come for
+    /// half a round trip (the end of a stalled flight), not only when a group fills or
+    /// data runs out. Without it a block larger than the window never completes while
+    /// the receiver withholds duplicate ACKs, and every loss in it waits for the
+    /// retransmission timer. Sato's schemes size groups from cwnd and keep this off, as
+    /// the dissertation describes them.
+    pub flush_at_flight_end: bool,
+    /// Send the cumulative ACK that follows a repair twice. With duplicate-ACK suppression
+    /// that ACK may acknowledge a whole window at once; if it is lost the sender, its
+    /// window full, waits for the retransmission timer (12 timeouts a minute at 1 % ACK
+    /// loss and 10 % data loss before this). Off for Sato's schemes, as described.
+    pub repeat_recovery_ack: bool,
+    /// A redundancy controller that changes the groups during the connection.
+    pub adaptive: Option<Adaptive>,
+}
+
+/// The adaptive redundancy controllers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Adaptive {
+    /// TCP-dFEC (Ferlin F2–F3): FEC-aware cwnd rules and an XOR group size steered toward
+    /// a target residual loss rate.
+    Dfec(DynamicFec),
+    /// TCP-AFEC (Teshima T2): a Reed-Solomon redundancy level moved by losses and drop
+    /// timers.
+    Afec(super::afec::AfecParams),
+    /// TCP-TFEC (Teshima T3): redundancy read from a calibration table at the measured
+    /// loss rate.
+    Tfec(super::tfec::TfecParams),
+}
+
+impl Adaptive {
+    /// Whether the receiver must report its counters on every ACK.
+    pub fn needs_feedback(&self) -> bool {
+        matches!(self, Adaptive::Dfec(_) | Adaptive::Tfec(_))
+    }
+}
+
+/// TCP-dFEC settings (Ferlin, seed 003). The slides give the rules, not the numbers; the
+/// defaults are our choices (docs/fec.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DynamicFec {
+    /// Residual loss rate (losses FEC did not repair, per data packet) to steer toward.
+    pub target_residual: f64,
+    /// Relative step δ of the FEC ratio per period.
+    pub step: f64,
+    /// Period T, in data packets sent.
+    pub period: u32,
+    /// Largest XOR group (smallest ratio 1/max_group).
+    pub max_group: u16,
+}
+
+impl Default for DynamicFec {
+    fn default() -> Self {
+        DynamicFec {
+            target_residual: 0.005,
+            step: 0.25,
+            period: 100,
+            max_group: 16,
+        }
+    }
 }
 
 #[cfg(test)]

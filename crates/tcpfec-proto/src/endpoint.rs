@@ -1,0 +1,134 @@
+//! One type for whatever a scheme runs on: a TCP-like [`Connection`] or a FECTCP block
+//! transfer ([`Fectcp`]). Drivers (the simulator, the UDP runtime) hold an `Endpoint` and
+//! never need to know which.
+
+use crate::config::Config;
+use crate::connection::Connection;
+use crate::fectcp::Fectcp;
+use crate::stats::Stats;
+use crate::time::Instant;
+use crate::wire::{Packet, WireError};
+use bytes::Bytes;
+
+/// A protocol endpoint chosen by the configuration's scheme.
+#[derive(Debug)]
+pub enum Endpoint {
+    /// The TCP-like byte stream (every scheme but FECTCP).
+    Stream(Box<Connection>),
+    /// FECTCP block transfers.
+    Blocks(Box<Fectcp>),
+}
+
+macro_rules! both {
+    ($self:ident, $e:ident => $body:expr) => {
+        match $self {
+            Endpoint::Stream($e) => $body,
+            Endpoint::Blocks($e) => $body,
+        }
+    };
+}
+
+impl Endpoint {
+    /// The end that opens the connection.
+    pub fn client(cfg: Config) -> Self {
+        if cfg.scheme.fountain.is_some() {
+            Endpoint::Blocks(Box::new(Fectcp::new(cfg)))
+        } else {
+            Endpoint::Stream(Box::new(Connection::client(cfg)))
+        }
+    }
+
+    /// The end that waits for the opening.
+    pub fn server(cfg: Config) -> Self {
+        if cfg.scheme.fountain.is_some() {
+            Endpoint::Blocks(Box::new(Fectcp::new(cfg)))
+        } else {
+            Endpoint::Stream(Box::new(Connection::server(cfg)))
+        }
+    }
+
+    /// Bytes the application may write now.
+    pub fn write_capacity(&self) -> usize {
+        both!(self, c => c.write_capacity())
+    }
+
+    /// Queues application bytes; returns how many were taken.
+    pub fn write(&mut self, data: Bytes) -> usize {
+        both!(self, c => c.write(data))
+    }
+
+    /// Ends the stream (TCP) or the block (FECTCP).
+    pub fn finish(&mut self) {
+        both!(self, c => c.finish())
+    }
+
+    /// The next piece of received application data.
+    pub fn read_chunk(&mut self) -> Option<Bytes> {
+        both!(self, c => c.read_chunk())
+    }
+
+    /// True once the peer's data has all been delivered.
+    pub fn peer_finished(&self) -> bool {
+        both!(self, c => c.peer_finished())
+    }
+
+    /// Handles an arriving packet.
+    pub fn handle_packet(&mut self, now: Instant, p: Packet) {
+        both!(self, c => c.handle_packet(now, p))
+    }
+
+    /// Parses raw bytes and handles the packet.
+    pub fn handle_datagram(&mut self, now: Instant, bytes: &[u8]) -> Result<(), WireError> {
+        both!(self, c => c.handle_datagram(now, bytes))
+    }
+
+    /// The next packet to send, if any.
+    pub fn poll_packet(&mut self, now: Instant) -> Option<Packet> {
+        both!(self, c => c.poll_packet(now))
+    }
+
+    /// Writes the next packet into `buf`; returns its length.
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<Result<usize, WireError>> {
+        both!(self, c => c.poll_transmit(now, buf))
+    }
+
+    /// When [`Endpoint::handle_timeout`] must next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        both!(self, c => c.poll_timeout())
+    }
+
+    /// Handles the timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        both!(self, c => c.handle_timeout(now))
+    }
+
+    /// Congestion window, in segments or symbols.
+    pub fn cwnd(&self) -> f64 {
+        both!(self, c => c.cwnd())
+    }
+
+    /// Size of the FEC groups being formed (0 for FECTCP and schemes without FEC).
+    pub fn fec_group_size(&self) -> u16 {
+        match self {
+            Endpoint::Stream(c) => c.fec_group_size(),
+            Endpoint::Blocks(_) => 0,
+        }
+    }
+
+    /// Redundancy of the next FEC group (1 for FECTCP and schemes without FEC).
+    pub fn fec_redundancy(&self) -> f64 {
+        match self {
+            Endpoint::Stream(c) => c.fec_redundancy(),
+            Endpoint::Blocks(_) => 1.0,
+        }
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        both!(self, c => c.stats())
+    }
+}
