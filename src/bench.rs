@@ -409,7 +409,7 @@ pub fn codes(seconds: f64) -> Result<(), String> {
 
 /// RaptorQ, the FECTCP fountain code: encode = preparing the block and producing its
 /// source symbols plus 5 % repair symbols; decode = rebuilding it from a fresh set of
-/// symbols with 5 % of the source symbols lost (at positions that change every call).
+/// symbols with 5 % of them lost (at positions that change every call).
 fn fountain(seconds: f64) {
     use tcpfec_proto::fec::fountain::{parameters, FountainDecoder, FountainEncoder};
     const PAYLOAD: usize = 1456;
@@ -436,12 +436,14 @@ fn fountain(seconds: f64) {
         let mut dec_time = 0.0;
         while dec_calls == 0 || dec_time < seconds {
             let mut dec = FountainDecoder::new(&enc.oti(), PAYLOAD).expect("own parameters");
-            let shift = dec_calls * 7919;
             let t = WallClock::now();
             let mut done = false;
             for (n, s) in symbols.iter().enumerate() {
-                if (n as u64 + shift).is_multiple_of(20) {
-                    continue; // 5 % lost
+                // 5 % lost, scattered (a hash of the symbol and the call), so that every
+                // source block loses about its share whatever the interleaving.
+                let h = (n as u64 ^ (dec_calls << 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                if (h >> 40).is_multiple_of(20) {
+                    continue;
                 }
                 if dec.add(s).is_some() {
                     done = true;

@@ -79,7 +79,8 @@ impl Endpoint {
 
     /// Parses raw bytes and handles the packet.
     pub fn handle_datagram(&mut self, now: Instant, bytes: &[u8]) -> Result<(), WireError> {
-        both!(self, c => c.handle_datagram(now, bytes))
+        self.handle_packet(now, Packet::parse(bytes)?);
+        Ok(())
     }
 
     /// The next packet to send, if any.
@@ -93,7 +94,7 @@ impl Endpoint {
         now: Instant,
         buf: &mut [u8],
     ) -> Option<Result<usize, WireError>> {
-        both!(self, c => c.poll_transmit(now, buf))
+        self.poll_packet(now).map(|p| p.emit(buf))
     }
 
     /// When [`Endpoint::handle_timeout`] must next be called.

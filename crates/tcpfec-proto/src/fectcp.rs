@@ -11,13 +11,13 @@
 //! block it answers BACK until the sender stops.
 //!
 //! Like [`crate::Connection`] this is sans-IO: packets, time and application data are
-//! handed in and out by the driver.
+//! handed in and out by the driver; [`crate::Endpoint`] adds the byte-level entry points.
 
 use crate::config::Config;
 use crate::fec::fountain::{parameters, FountainDecoder, FountainEncoder, MAX_BLOCK};
 use crate::stats::Stats;
 use crate::time::Instant;
-use crate::wire::{Flags, Packet, TransferInfo, WireError};
+use crate::wire::{Flags, Packet, TransferInfo};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -184,13 +184,6 @@ impl Fectcp {
 
     // ----- driver side -----
 
-    /// Parses raw bytes and handles the packet.
-    pub fn handle_datagram(&mut self, now: Instant, bytes: &[u8]) -> Result<(), WireError> {
-        let p = Packet::parse(bytes)?;
-        self.handle_packet(now, p);
-        Ok(())
-    }
-
     /// Handles an arriving symbol or ACK.
     pub fn handle_packet(&mut self, now: Instant, p: Packet) {
         if p.flags.contains(Flags::ACK) {
@@ -199,15 +192,6 @@ impl Fectcp {
         if !p.payload.is_empty() {
             self.on_symbol(&p);
         }
-    }
-
-    /// Writes the next packet into `buf`; returns its length.
-    pub fn poll_transmit(
-        &mut self,
-        now: Instant,
-        buf: &mut [u8],
-    ) -> Option<Result<usize, WireError>> {
-        self.poll_packet(now).map(|p| p.emit(buf))
     }
 
     /// The next packet to send: an ACK if one is due, else a symbol if the window allows.

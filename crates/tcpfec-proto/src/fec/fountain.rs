@@ -20,12 +20,15 @@ pub const MAX_BLOCK: u64 = 4 << 30;
 /// most `max_payload` bytes (payload id included).
 ///
 /// No sub-blocks (a symbol is one contiguous piece of the block) and as few source blocks
-/// as RFC 6330's limit of 56 403 symbols per block allows.
+/// as RFC 6330's K'max allows. Smaller blocks did not decode faster (16 MiB: 241 MB/s in
+/// one block, 267 in three, 274 in twelve) but cost FECTCP throughput: the transfer ends
+/// when the unluckiest block has its symbols (at 25 % loss, 36 blocks of
+/// 1024 symbols moved 0.69 Mb/s where one block moved 0.73).
 pub fn parameters(len: u64, max_payload: usize) -> ObjectTransmissionInformation {
     let symbol = (max_payload - PAYLOAD_ID_LEN).min(u16::MAX as usize) as u16;
     let len = len.clamp(1, MAX_BLOCK);
     let symbols = len.div_ceil(symbol as u64);
-    let blocks = symbols.div_ceil(MAX_SYMBOLS_PER_BLOCK).max(1);
+    let blocks = symbols.div_ceil(MAX_SYMBOLS_PER_BLOCK).clamp(1, 255);
     ObjectTransmissionInformation::new(len, symbol, blocks as u8, 1, 1)
 }
 
