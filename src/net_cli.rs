@@ -101,7 +101,7 @@ pub struct RecvArgs {
     /// UDP address to listen on, e.g. 0.0.0.0:7000.
     #[arg(long)]
     listen: String,
-    /// Directory to store received files in.
+    /// Directory to store received files in (created if missing).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Overwrite existing files.
@@ -216,7 +216,15 @@ async fn resolve(flag: &str, s: &str) -> Result<SocketAddr, String> {
 }
 
 fn scheme(flag: &str, s: &str) -> Result<Scheme, String> {
-    Scheme::parse(s).map_err(|e| format!("{flag}: {e}"))
+    let scheme = Scheme::parse(s).map_err(|e| format!("{flag}: {e}"))?;
+    if scheme.fountain.is_some() {
+        // The UDP runtime drives the byte-stream engine; FECTCP's block engine is not
+        // wired into it yet.
+        return Err(format!(
+            "{flag}: {s} moves blocks, not a byte stream, and runs in the simulator only so far"
+        ));
+    }
+    Ok(scheme)
 }
 
 fn endpoint_config(key: Option<Psk>, scheme: Scheme, r: &Report) -> Result<EndpointConfig, String> {
@@ -456,6 +464,8 @@ pub fn send(a: SendArgs) -> Result<(), String> {
 
 /// `tcpfec recv`.
 pub fn recv(a: RecvArgs) -> Result<(), String> {
+    // A missing directory is created, as `mkdir -p` would.
+    std::fs::create_dir_all(&a.out).map_err(|e| format!("--out {}: {e}", a.out.display()))?;
     let meta = std::fs::metadata(&a.out).map_err(|e| format!("--out {}: {e}", a.out.display()))?;
     if !meta.is_dir() {
         return Err(format!("--out {}: not a directory", a.out.display()));

@@ -135,3 +135,24 @@ fn wrong_key_and_missing_key_fail_fast_and_clearly() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--key-file"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_scheme_the_runtime_cannot_drive_is_refused_with_a_reason() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tcpfec"))
+        .args([
+            "send",
+            "Cargo.toml",
+            "127.0.0.1:9",
+            "--insecure",
+            "--scheme",
+            "fectcp",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--scheme") && err.contains("simulator"),
+        "{err}"
+    );
+}
