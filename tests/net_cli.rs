@@ -10,6 +10,13 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tcpfec"))
 }
 
+/// `tcpfec send FILE ADDR --key-file KEY`, ready for more arguments.
+fn send(file: &Path, addr: &str, key: &Path) -> Command {
+    let mut c = bin();
+    c.arg("send").arg(file).arg(addr).arg("--key-file").arg(key);
+    c
+}
+
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tcpfec-netcli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -66,15 +73,7 @@ fn send_and_receive_a_file_then_refuse_to_overwrite_it() {
     std::fs::write(&file, &bytes).unwrap();
 
     let (recv, addr) = start_recv(&key, &out, &[]);
-    let o = bin()
-        .arg("send")
-        .arg(&file)
-        .arg(&addr)
-        .arg("--key-file")
-        .arg(&key)
-        .args(["--json"])
-        .output()
-        .unwrap();
+    let o = send(&file, &addr, &key).arg("--json").output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["files"][0]["bytes"], 3_000_000);
@@ -85,14 +84,7 @@ fn send_and_receive_a_file_then_refuse_to_overwrite_it() {
 
     // The same again: the receiver refuses, the sender says why, nothing is overwritten.
     let (recv, addr) = start_recv(&key, &out, &[]);
-    let o = bin()
-        .arg("send")
-        .arg(&file)
-        .arg(&addr)
-        .arg("--key-file")
-        .arg(&key)
-        .output()
-        .unwrap();
+    let o = send(&file, &addr, &key).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("exists") && err.contains("--force"), "{err}");
@@ -115,14 +107,7 @@ fn wrong_key_and_missing_key_fail_fast_and_clearly() {
     std::fs::write(&file, b"hello").unwrap();
     let (mut recv, addr) = start_recv(&k1, &out, &[]);
     let t = Instant::now();
-    let o = bin()
-        .arg("send")
-        .arg(&file)
-        .arg(&addr)
-        .arg("--key-file")
-        .arg(&k2)
-        .output()
-        .unwrap();
+    let o = send(&file, &addr, &k2).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("wrong key"), "{err}");
