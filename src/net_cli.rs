@@ -215,13 +215,13 @@ async fn resolve(flag: &str, s: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{flag}: '{s}' resolves to no address"))
 }
 
-fn scheme(flag: &str, s: &str) -> Result<Scheme, String> {
+/// Parses a scheme; `blocks_ok` says whether the command can use FECTCP, which moves
+/// whole blocks (a file transfer can, an interactive tunnel cannot).
+fn scheme(flag: &str, s: &str, blocks_ok: bool) -> Result<Scheme, String> {
     let scheme = Scheme::parse(s).map_err(|e| format!("{flag}: {e}"))?;
-    if scheme.fountain.is_some() {
-        // The UDP runtime drives the byte-stream engine; FECTCP's block engine is not
-        // wired into it yet.
+    if scheme.fountain.is_some() && !blocks_ok {
         return Err(format!(
-            "{flag}: {s} moves blocks, not a byte stream, and runs in the simulator only so far"
+            "{flag}: {s} moves whole blocks, each delivered only once complete; a tunnel needs a byte stream"
         ));
     }
     Ok(scheme)
@@ -404,7 +404,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         total += m.len();
     }
     let key = a.security.key()?;
-    let mut cfg = endpoint_config(key, scheme("--scheme", &a.scheme)?, &a.report)?;
+    let mut cfg = endpoint_config(key, scheme("--scheme", &a.scheme, true)?, &a.report)?;
     cfg.peer_scheme = Some(Scheme::parse("sack").expect("built-in"));
     let json = a.report.json;
     runtime()?.block_on(async move {
@@ -420,7 +420,8 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         let b = bar(total, json);
         let ticker = drive_bar(b.clone(), done.clone(), watch.clone(), true);
         let start = Instant::now();
-        let r = transfer::send_files(&mut s, &files, &done).await;
+        let blocks = s.moves_blocks();
+        let r = transfer::send_files(&mut s, &files, &done, blocks).await;
         ticker.abort();
         sig.abort();
         b.finish_and_clear();
@@ -471,7 +472,7 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
         return Err(format!("--out {}: not a directory", a.out.display()));
     }
     let key = a.security.key()?;
-    let cfg = endpoint_config(key, scheme("--scheme", &a.scheme)?, &a.report)?;
+    let cfg = endpoint_config(key, scheme("--scheme", &a.scheme, true)?, &a.report)?;
     let json = a.report.json;
     runtime()?.block_on(async move {
         let listen = resolve("--listen", &a.listen).await?;
@@ -554,7 +555,8 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 scheme: sch,
                 report,
             } => {
-                let cfg = endpoint_config(security.key()?, scheme("--scheme", &sch)?, &report)?;
+                let cfg =
+                    endpoint_config(security.key()?, scheme("--scheme", &sch, false)?, &report)?;
                 let listen = resolve("--listen", &listen).await?;
                 resolve("--to", &to).await?;
                 let ep = Arc::new(
@@ -583,7 +585,8 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 scheme: sch,
                 report,
             } => {
-                let cfg = endpoint_config(security.key()?, scheme("--scheme", &sch)?, &report)?;
+                let cfg =
+                    endpoint_config(security.key()?, scheme("--scheme", &sch, false)?, &report)?;
                 let listen = resolve("--listen", &listen).await?;
                 let server = resolve("--server", &server).await?;
                 let ep = Arc::new(

@@ -122,11 +122,14 @@ fn wrong_key_and_missing_key_fail_fast_and_clearly() {
 }
 
 #[test]
-fn a_scheme_the_runtime_cannot_drive_is_refused_with_a_reason() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tcpfec"))
+fn a_tunnel_refuses_a_block_scheme_with_a_reason() {
+    let out = bin()
         .args([
-            "send",
-            "Cargo.toml",
+            "tunnel",
+            "client",
+            "--listen",
+            "127.0.0.1:0",
+            "--server",
             "127.0.0.1:9",
             "--insecure",
             "--scheme",
@@ -137,7 +140,59 @@ fn a_scheme_the_runtime_cannot_drive_is_refused_with_a_reason() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--scheme") && err.contains("simulator"),
+        err.contains("--scheme") && err.contains("byte stream"),
         "{err}"
     );
+}
+
+/// Starts `tcpfec relay` towards `to` with `args`; returns it with its listening address.
+fn start_relay(to: &str, args: &[&str]) -> (Child, String) {
+    let mut child = bin()
+        .args(["relay", "--listen", "127.0.0.1:0", "--to", to])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    // The relay reports "relay ADDR -> TO: …" on stderr.
+    BufReader::new(child.stderr.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split_whitespace()
+        .nth(1)
+        .expect("relay address")
+        .to_string();
+    (child, addr)
+}
+
+#[test]
+fn fectcp_moves_a_file_through_a_lossy_relay() {
+    let dir = scratch("fectcp");
+    let key = dir.join("k");
+    keygen(&key);
+    let out = dir.join("out");
+    let file = dir.join("block.bin");
+    let bytes: Vec<u8> = (0..1_500_000u32)
+        .map(|i| (i * 13 + i / 977) as u8)
+        .collect();
+    std::fs::write(&file, &bytes).unwrap();
+    let (recv, addr) = start_recv(&key, &out, &[]);
+    let (mut relay, via) = start_relay(
+        &addr,
+        &["--rate", "20mbit", "--delay", "10ms", "--loss", "5%"],
+    );
+    let o = send(&file, &via, &key)
+        .args(["--scheme", "fectcp", "--json"])
+        .output()
+        .unwrap();
+    relay.kill().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = recv.wait_with_output().unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(std::fs::read(out.join("block.bin")).unwrap(), bytes);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // No retransmission: every lost symbol was replaced by a new one.
+    assert_eq!(v["stats"]["retransmissions"], 0, "{v}");
 }

@@ -13,7 +13,7 @@ use snow::HandshakeState;
 use std::net::SocketAddr;
 use std::task::Waker;
 use std::time::Duration;
-use tcpfec_proto::{ConnError, Connection, Instant};
+use tcpfec_proto::{ConnError, Endpoint as Engine, Instant};
 use tokio::sync::oneshot;
 
 /// Most datagrams one connection emits per driver round, so one busy connection cannot
@@ -53,7 +53,7 @@ pub(crate) struct Conn {
     /// The peer's connection id (0 until the client learns the server's).
     pub(crate) peer_id: u32,
     pub(crate) phase: Phase,
-    pub(crate) engine: Option<Connection>,
+    pub(crate) engine: Option<Engine>,
     sealer: Option<Sealer>,
     next_pn: u64,
     replay: ReplayWindow,
@@ -98,7 +98,7 @@ impl Conn {
     }
 
     /// Starts the data phase.
-    pub(crate) fn open(&mut self, engine: Connection, sealer: Sealer) {
+    pub(crate) fn open(&mut self, engine: Engine, sealer: Sealer) {
         self.engine = Some(engine);
         self.sealer = Some(sealer);
         self.phase = Phase::Open;
@@ -178,7 +178,15 @@ impl Conn {
             self.fail_hello(NetError::BadParams);
             return true;
         };
-        let mut engine = Connection::client(shared.cfg.engine_config(&shared.cfg.scheme));
+        // FECTCP runs both ways when either side sends with it: its symbols and ACKs are
+        // not a TCP stream's.
+        let own = &shared.cfg.scheme;
+        let scheme = if own.fountain.is_none() && params.send.fountain.is_some() {
+            &params.send
+        } else {
+            own
+        };
+        let mut engine = Engine::client(shared.cfg.engine_config(scheme));
         engine.set_peer_conn_id(params.server_id);
         engine.set_peer_scheme(&params.send);
         self.peer_id = params.server_id;

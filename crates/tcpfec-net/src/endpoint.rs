@@ -20,7 +20,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tcpfec_proto::{Config, Connection, Instant, Scheme};
+use tcpfec_proto::{Config, Endpoint as Engine, Instant, Scheme};
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
@@ -526,7 +526,13 @@ fn on_initial(
         None => (answer, Sealer::insecure()),
     };
     let reply = envelope::handshake(client_id, &msg2);
-    let mut engine = Connection::server(shared.cfg.engine_config(&send));
+    // FECTCP runs both ways when either side sends with it.
+    let engine_scheme = if send.fountain.is_none() && params.send.fountain.is_some() {
+        &params.send
+    } else {
+        &send
+    };
+    let mut engine = Engine::server(shared.cfg.engine_config(engine_scheme));
     engine.set_peer_conn_id(client_id);
     engine.set_peer_scheme(&params.send);
     let mut c = Conn::new(from, client_id, now);

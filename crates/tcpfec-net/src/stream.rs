@@ -62,6 +62,16 @@ impl Stream {
             .unwrap_or_default()
     }
 
+    /// True when the connection moves whole blocks (FECTCP) rather than a byte stream:
+    /// what is written reaches the peer only after `shutdown`, all at once.
+    pub fn moves_blocks(&self) -> bool {
+        let st = self.shared.lock();
+        st.conns
+            .get(&self.id)
+            .and_then(|c| c.engine.as_ref())
+            .is_some_and(|e| e.moves_blocks())
+    }
+
     /// Aborts the connection: the peer gets a reset.
     pub fn abort(&self) {
         let mut st = self.shared.lock();

@@ -9,6 +9,12 @@
 //! sender → receiver   size bytes | blake3 (32 bytes)
 //! receiver → sender   code u8 | msg_len u16 | msg                  (0 = stored)
 //! ```
+//!
+//! Over a connection that moves whole blocks (FECTCP) the same bytes flow, but nothing
+//! reaches the peer before the writer shuts its side down: the sender writes every file
+//! and the end mark without waiting, shuts down, then reads the receiver's answers, which
+//! the receiver's side sends as one block when it shuts down at the end mark (or when it
+//! gives up on a refused file).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -121,8 +127,10 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     files: &[PathBuf],
     progress: &AtomicU64,
+    blocks: bool,
 ) -> Result<Vec<FileOutcome>, TransferError> {
     let mut done = Vec::new();
+    let mut sizes = Vec::new();
     let mut buf = vec![0u8; CHUNK];
     for path in files {
         let local = |err| TransferError::Local {
@@ -142,9 +150,11 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
         head.extend_from_slice(name.as_bytes());
         head.extend_from_slice(&size.to_be_bytes());
         s.write_all(&head).await.map_err(net)?;
-        let (code, msg) = read_answer(s).await.map_err(net)?;
-        if code != Code::Ok as u8 {
-            return Err(TransferError::Refused { name, reason: msg });
+        if !blocks {
+            let (code, msg) = read_answer(s).await.map_err(net)?;
+            if code != Code::Ok as u8 {
+                return Err(TransferError::Refused { name, reason: msg });
+            }
         }
         let mut hasher = blake3::Hasher::new();
         let mut left = size;
@@ -165,12 +175,12 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
         s.write_all(hasher.finalize().as_bytes())
             .await
             .map_err(net)?;
-        let (code, msg) = read_answer(s).await.map_err(net)?;
-        match code {
-            0 => {}
-            4 => return Err(TransferError::HashMismatch(name)),
-            _ => return Err(TransferError::Refused { name, reason: msg }),
+        if blocks {
+            sizes.push((name, size, start));
+            continue;
         }
+        let (code, msg) = read_answer(s).await.map_err(net)?;
+        verdict(code, msg, &name)?;
         done.push(FileOutcome {
             name,
             bytes: size,
@@ -180,7 +190,33 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
     s.write_all(MAGIC).await.map_err(net)?;
     s.write_all(&0u16.to_be_bytes()).await.map_err(net)?;
     s.shutdown().await.map_err(net)?;
+    // Block mode: the go-ahead and the verdict of every file come back together.
+    for (name, size, start) in sizes {
+        let (code, msg) = read_answer(s).await.map_err(net)?;
+        if code != Code::Ok as u8 {
+            return Err(TransferError::Refused { name, reason: msg });
+        }
+        let (code, msg) = read_answer(s).await.map_err(net)?;
+        verdict(code, msg, &name)?;
+        done.push(FileOutcome {
+            name,
+            bytes: size,
+            secs: start.elapsed().as_secs_f64(),
+        });
+    }
     Ok(done)
+}
+
+/// The receiver's answer after a file's hash: stored, or why not.
+fn verdict(code: u8, msg: String, name: &str) -> Result<(), TransferError> {
+    match code {
+        0 => Ok(()),
+        4 => Err(TransferError::HashMismatch(name.to_string())),
+        _ => Err(TransferError::Refused {
+            name: name.to_string(),
+            reason: msg,
+        }),
+    }
 }
 
 /// A name is stored only if it is one plain path component.
@@ -335,7 +371,7 @@ mod tests {
         let p2 = AtomicU64::new(0);
         let files = vec![a.clone(), b.clone()];
         let (sent, got) = tokio::join!(
-            send_files(&mut x, &files, &p1),
+            send_files(&mut x, &files, &p1, false),
             receive_files(&mut y, &dst, false, &p2)
         );
         assert_eq!(sent.unwrap().len(), 2);
@@ -348,7 +384,7 @@ mod tests {
         // Again without --force: refused, nothing overwritten, no .part left.
         let (mut x, mut y) = tokio::io::duplex(64 * 1024);
         let (sent, got) = tokio::join!(
-            send_files(&mut x, &files[..1], &p1),
+            send_files(&mut x, &files[..1], &p1, false),
             receive_files(&mut y, &dst, false, &p2)
         );
         assert!(matches!(sent, Err(TransferError::Refused { .. })));

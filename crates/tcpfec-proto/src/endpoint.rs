@@ -2,8 +2,8 @@
 //! transfer ([`Fectcp`]). Drivers (the simulator, the UDP runtime) hold an `Endpoint` and
 //! never need to know which.
 
-use crate::config::Config;
-use crate::connection::Connection;
+use crate::config::{Config, Scheme};
+use crate::connection::{ConnError, Connection};
 use crate::fectcp::Fectcp;
 use crate::stats::Stats;
 use crate::time::Instant;
@@ -105,6 +105,62 @@ impl Endpoint {
     /// Handles the timers due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         both!(self, c => c.handle_timeout(now))
+    }
+
+    /// Sets the connection id written into outgoing packets.
+    pub fn set_peer_conn_id(&mut self, id: u32) {
+        both!(self, c => c.set_peer_conn_id(id))
+    }
+
+    /// Tells the receiving half which scheme the peer sends with (a stream's FEC
+    /// decoder); FECTCP's blocks describe themselves.
+    pub fn set_peer_scheme(&mut self, scheme: &Scheme) {
+        if let Endpoint::Stream(c) = self {
+            c.set_peer_scheme(scheme);
+        }
+    }
+
+    /// Stops at once.
+    pub fn abort(&mut self) {
+        both!(self, c => c.abort())
+    }
+
+    /// Why the connection failed, if it did.
+    pub fn error(&self) -> Option<ConnError> {
+        match self {
+            Endpoint::Stream(c) => c.error(),
+            Endpoint::Blocks(_) => None,
+        }
+    }
+
+    /// True once nothing more will be sent or received.
+    pub fn is_closed(&self) -> bool {
+        both!(self, c => c.is_closed())
+    }
+
+    /// Received bytes ready to read.
+    pub fn readable(&self) -> usize {
+        both!(self, c => c.readable())
+    }
+
+    /// Copies received bytes into `buf`; returns how many.
+    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        both!(self, c => c.read(buf))
+    }
+
+    /// The slow-start threshold.
+    pub fn ssthresh(&self) -> f64 {
+        both!(self, c => c.ssthresh())
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        both!(self, c => c.config())
+    }
+
+    /// True for FECTCP: data moves as whole blocks, each delivered once rebuilt.
+    pub fn moves_blocks(&self) -> bool {
+        matches!(self, Endpoint::Blocks(_))
     }
 
     /// Congestion window, in segments or symbols.

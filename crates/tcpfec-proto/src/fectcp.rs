@@ -87,6 +87,11 @@ pub struct Fectcp {
     blocks_delivered: u64,
     /// Symbols the last rebuilt block took.
     last_block_symbols: Option<u64>,
+    /// `finish` has been called: this side's blocks are all handed over.
+    finished: bool,
+    /// Both directions are done: keep answering (BACK) until then, then close.
+    linger_until: Option<Instant>,
+    closed: bool,
     stats: Stats,
 }
 
@@ -114,6 +119,9 @@ impl Fectcp {
             ack_due: false,
             blocks_delivered: 0,
             last_block_symbols: None,
+            finished: false,
+            linger_until: None,
+            closed: false,
             stats: Stats::default(),
         }
     }
@@ -142,8 +150,62 @@ impl Fectcp {
 
     /// Ends the block: its transfer starts (once the previous one is done).
     pub fn finish(&mut self) {
+        self.finished = true;
         if !self.pending.is_empty() {
             self.finish_requested = true;
+        }
+    }
+
+    /// Stops at once, sending nothing more.
+    pub fn abort(&mut self) {
+        self.closed = true;
+    }
+
+    /// True once both directions are done (after a short linger) or after `abort`.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Bytes of rebuilt blocks not read yet.
+    pub fn readable(&self) -> usize {
+        self.delivered.iter().map(|b| b.len()).sum()
+    }
+
+    /// Copies rebuilt bytes into `buf`; returns how many.
+    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            let Some(front) = self.delivered.front_mut() else {
+                break;
+            };
+            let k = front.len().min(buf.len() - n);
+            buf[n..n + k].copy_from_slice(&front.split_to(k));
+            n += k;
+            if front.is_empty() {
+                self.delivered.pop_front();
+            }
+        }
+        n
+    }
+
+    /// The slow-start threshold, in symbols.
+    pub fn ssthresh(&self) -> f64 {
+        self.ssthresh
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Starts the linger once this side's blocks are acknowledged and the peer's are read:
+    /// the peer may still need a BACK for a late symbol.
+    fn check_done(&mut self, now: Instant) {
+        let own =
+            self.finished && !self.finish_requested && self.sending.as_ref().is_none_or(|s| s.done);
+        if own && self.peer_finished() && self.linger_until.is_none() {
+            let srtt = self.srtt.unwrap_or(1.0);
+            self.linger_until = Some(now + Duration::from_secs_f64((4.0 * srtt).max(1.0)));
         }
     }
 
@@ -186,16 +248,24 @@ impl Fectcp {
 
     /// Handles an arriving symbol or ACK.
     pub fn handle_packet(&mut self, now: Instant, p: Packet) {
+        if self.closed {
+            return;
+        }
         if p.flags.contains(Flags::ACK) {
             self.on_ack(now, &p);
         }
         if !p.payload.is_empty() {
             self.on_symbol(&p);
         }
+        self.check_done(now);
     }
 
     /// The next packet to send: an ACK if one is due, else a symbol if the window allows.
     pub fn poll_packet(&mut self, now: Instant) -> Option<Packet> {
+        if self.closed {
+            return None;
+        }
+        self.check_done(now);
         if self.ack_due {
             self.ack_due = false;
             return Some(self.ack_packet(now));
@@ -237,15 +307,28 @@ impl Fectcp {
 
     /// When [`Fectcp::handle_timeout`] must next be called: the oldest symbol's timer.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let s = self.sending.as_ref()?;
-        if s.done {
+        if self.closed {
             return None;
         }
-        s.in_flight.front().map(|&(_, t)| t + self.symbol_timeout())
+        let symbol = self.sending.as_ref().and_then(|s| {
+            if s.done {
+                None
+            } else {
+                s.in_flight.front().map(|&(_, t)| t + self.symbol_timeout())
+            }
+        });
+        match (symbol, self.linger_until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Expires the symbol timers that are due: one window reduction per round trip.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.linger_until.is_some_and(|t| t <= now) {
+            self.closed = true;
+            return;
+        }
         let timeout = self.symbol_timeout();
         let Some(s) = self.sending.as_mut() else {
             return;
