@@ -179,8 +179,7 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
             sizes.push((name, size, start));
             continue;
         }
-        let (code, msg) = read_answer(s).await.map_err(net)?;
-        verdict(code, msg, &name)?;
+        read_verdict(s, &name).await?;
         done.push(FileOutcome {
             name,
             bytes: size,
@@ -196,8 +195,7 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
         if code != Code::Ok as u8 {
             return Err(TransferError::Refused { name, reason: msg });
         }
-        let (code, msg) = read_answer(s).await.map_err(net)?;
-        verdict(code, msg, &name)?;
+        read_verdict(s, &name).await?;
         done.push(FileOutcome {
             name,
             bytes: size,
@@ -207,8 +205,9 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
     Ok(done)
 }
 
-/// The receiver's answer after a file's hash: stored, or why not.
-fn verdict(code: u8, msg: String, name: &str) -> Result<(), TransferError> {
+/// Reads the receiver's answer after a file's hash: stored, or why not.
+async fn read_verdict<S: AsyncRead + Unpin>(s: &mut S, name: &str) -> Result<(), TransferError> {
+    let (code, msg) = read_answer(s).await.map_err(net)?;
     match code {
         0 => Ok(()),
         4 => Err(TransferError::HashMismatch(name.to_string())),
