@@ -43,11 +43,7 @@ pub fn run_json(o: &Outcome) -> Value {
     }
     m.insert("incomplete_flows".into(), json!(r.incomplete_flows));
     m.insert("jain_fairness".into(), json!(r.jain_fairness));
-    let target = match o.run.scenario.app {
-        tcpfec_sim::App::Rate { bps } => Some(bps),
-        _ => o.run.scenario.target_rate,
-    };
-    if let Some(bps) = o.run.scenario.target_rate.or(target) {
+    if let Some(bps) = o.run.scenario.target_rate_bps() {
         // Goodput as a share of the target rate (or of what the application offered).
         m.insert(
             "target_share".into(),

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use tcpfec_sim::metrics::mean_sd;
 
 /// Experiments shipped with tcpfec (the TOML files of `experiments/`).
 pub const BUILT_IN: &[(&str, &str)] = &[
@@ -64,6 +65,24 @@ struct Figure {
     /// Closed-form curves drawn beside the simulation (see [`model_value`]).
     #[serde(default)]
     models: Vec<String>,
+}
+
+impl Figure {
+    /// The x values run (the reduced list with `--quick`, if the figure has one).
+    fn xs(&self, quick: bool) -> Vec<String> {
+        match (&self.quick_x_values, quick) {
+            (Some(q), true) => q.clone(),
+            _ => self.x_values.clone(),
+        }
+    }
+
+    /// The series values run (the reduced list with `--quick`, if the figure has one).
+    fn series_values(&self, quick: bool) -> Vec<String> {
+        match (&self.quick_series, quick) {
+            (Some(q), true) => q.clone(),
+            _ => self.series.clone(),
+        }
+    }
 }
 
 fn default_series_axis() -> String {
@@ -161,16 +180,10 @@ pub fn run(opts: &Options) -> Result<(), String> {
         let time_series = fig.x == "time";
         let xs = if time_series {
             vec!["time".to_string()]
-        } else if opts.quick {
-            fig.quick_x_values.clone().unwrap_or(fig.x_values.clone())
         } else {
-            fig.x_values.clone()
+            fig.xs(opts.quick)
         };
-        let series = if opts.quick {
-            fig.quick_series.clone().unwrap_or(fig.series.clone())
-        } else {
-            fig.series.clone()
-        };
+        let series = fig.series_values(opts.quick);
         let mut fig_cells = Vec::new();
         let fig_seeds = match (fig.seeds, opts.seeds, opts.quick) {
             (_, Some(n), _) => n,
@@ -441,24 +454,12 @@ fn time_series_outputs(
     Ok((md, HashMap::new()))
 }
 
-fn mean_sd(vals: &[f64]) -> (f64, f64) {
-    let n = vals.len() as f64;
-    let mean = vals.iter().sum::<f64>() / n;
-    let sd = if vals.len() > 1 {
-        (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-    } else {
-        0.0
-    };
-    (mean, sd)
-}
-
 /// A closed-form value for one point of a figure, in the figure's metric.
 ///
 /// Models: `pftk` (TCP with timeouts, Anker eq. 15) and `anker-fec-N` (TCP-FEC with (N,1)
 /// blocks and timeouts, eq. 15 with p′ of eq. 12); both turn a rate into the completion
 /// time of the point's transfer, capped by its receiver window, with T0 = 4 RTT as Anker
-/// takes it. The round trip is the scenario's propagation delay plus one serialisation per
-/// data hop.
+/// takes it, over the scenario's empty-queue round trip.
 fn model_value(model: &str, metric: &str, sc: &tcpfec_sim::Scenario) -> Result<f64, String> {
     use tcpfec_sim::models;
     if metric != "completion_time_s" {
@@ -473,10 +474,7 @@ fn model_value(model: &str, metric: &str, sc: &tcpfec_sim::Scenario) -> Result<f
         _ => return Err(format!("model {model}: needs Bernoulli loss")),
     };
     let packets = (bytes as f64 / sc.mss() as f64).ceil();
-    let serialise = |bps: u64| sc.packet_size as f64 * 8.0 / bps as f64;
-    let rtt = 2.0 * (sc.delay.as_secs_f64() + 2.0 * sc.access_delay.0.as_secs_f64())
-        + serialise(sc.bottleneck_bps)
-        + 2.0 * serialise(sc.access_bps);
+    let rtt = sc.base_rtt_s();
     let t0 = 4.0 * rtt;
     // Packets per second allowed by the receiver window and by the bottleneck.
     let cap = sc
@@ -504,11 +502,7 @@ fn check_claim(
     means: &HashMap<(String, String, String), f64>,
     quick: bool,
 ) -> (bool, String) {
-    let mut xs = if quick {
-        fig.quick_x_values.clone().unwrap_or(fig.x_values.clone())
-    } else {
-        fig.x_values.clone()
-    };
+    let mut xs = fig.xs(quick);
     if let Some(at) = &c.at {
         xs.retain(|x| at.contains(x));
         if xs.is_empty() {
@@ -624,11 +618,7 @@ fn check_claim(
             (ok, format!("{a} {bounds} — {ev}"))
         }
         "lowest" | "highest" => {
-            let series: Vec<String> = if quick {
-                fig.quick_series.clone().unwrap_or(fig.series.clone())
-            } else {
-                fig.series.clone()
-            };
+            let series = fig.series_values(quick);
             let mut ok = true;
             let mut ev = Vec::new();
             for x in &xs {

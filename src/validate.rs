@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tcpfec_proto::Scheme;
+use tcpfec_sim::metrics::mean_sd;
 use tcpfec_sim::{LossSpec, Scenario, Start, Topology};
 
 /// Where the reference simulators are and what to run (the `validate` command's flags).
@@ -450,19 +451,6 @@ fn jobs(opts: &Options) -> Vec<Job> {
     // Longest first (ns-3, low delay) so the parallel tail is short.
     out.sort_by_key(|j| std::cmp::Reverse(j.sim));
     out
-}
-
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    if v.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    let var = if v.len() > 1 {
-        v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64
-    } else {
-        0.0
-    };
-    (m, var.sqrt())
 }
 
 type Results = Vec<(Job, Measure)>;

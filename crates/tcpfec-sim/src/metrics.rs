@@ -107,6 +107,20 @@ pub struct RunResult {
     pub redundancy_series: Vec<Vec<(f64, f64)>>,
 }
 
+/// Mean and sample standard deviation (n − 1); NaN for no values, sd 0 for one.
+pub fn mean_sd(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let var = if v.len() > 1 {
+        v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64
+    } else {
+        0.0
+    };
+    (m, var.sqrt())
+}
+
 /// Jain's fairness index (Σx)² / (n Σx²); 1 when all equal.
 pub fn jain(values: &[f64]) -> f64 {
     let sum: f64 = values.iter().sum();

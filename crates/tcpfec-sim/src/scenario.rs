@@ -220,12 +220,27 @@ impl Scenario {
                 .max_window
                 .map_or(256 << 20, |w| w.saturating_mul(self.mss() as u32)),
             syn_retries: 12,
-            target_rate_bps: self.target_rate.or(match self.app {
-                App::Rate { bps } => Some(bps),
-                _ => None,
-            }),
+            target_rate_bps: self.target_rate_bps(),
             ..Config::default()
         }
+    }
+
+    /// The target rate of schemes that have one: `target_rate`, else the application's
+    /// rate, if either is set.
+    pub fn target_rate_bps(&self) -> Option<u64> {
+        self.target_rate.or(match self.app {
+            App::Rate { bps } => Some(bps),
+            _ => None,
+        })
+    }
+
+    /// Round trip of the first flow's path with empty queues: propagation both ways plus
+    /// one data-packet serialisation per hop (bottleneck and two access links), seconds.
+    pub fn base_rtt_s(&self) -> f64 {
+        let serialise = |bps: u64| self.packet_size as f64 * 8.0 / bps as f64;
+        2.0 * (self.delay.as_secs_f64() + 2.0 * self.access_delay.0.as_secs_f64())
+            + serialise(self.bottleneck_bps)
+            + 2.0 * serialise(self.access_bps)
     }
 
     /// The configuration of the background flows: Reno with the same engine settings.
