@@ -178,14 +178,7 @@ impl Conn {
             self.fail_hello(NetError::BadParams);
             return true;
         };
-        // FECTCP runs both ways when either side sends with it: its symbols and ACKs are
-        // not a TCP stream's.
-        let own = &shared.cfg.scheme;
-        let scheme = if own.fountain.is_none() && params.send.fountain.is_some() {
-            &params.send
-        } else {
-            own
-        };
+        let scheme = crate::params::engine_scheme(&shared.cfg.scheme, &params.send);
         let mut engine = Engine::client(shared.cfg.engine_config(scheme));
         engine.set_peer_conn_id(params.server_id);
         engine.set_peer_scheme(&params.send);

@@ -526,12 +526,7 @@ fn on_initial(
         None => (answer, Sealer::insecure()),
     };
     let reply = envelope::handshake(client_id, &msg2);
-    // FECTCP runs both ways when either side sends with it.
-    let engine_scheme = if send.fountain.is_none() && params.send.fountain.is_some() {
-        &params.send
-    } else {
-        &send
-    };
+    let engine_scheme = crate::params::engine_scheme(&send, &params.send);
     let mut engine = Engine::server(shared.cfg.engine_config(engine_scheme));
     engine.set_peer_conn_id(client_id);
     engine.set_peer_scheme(&params.send);

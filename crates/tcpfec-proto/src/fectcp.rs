@@ -15,6 +15,7 @@
 
 use crate::config::Config;
 use crate::fec::fountain::{parameters, FountainDecoder, FountainEncoder, MAX_BLOCK};
+use crate::rtt::RttEstimator;
 use crate::stats::Stats;
 use crate::time::Instant;
 use crate::wire::{Flags, Packet, TransferInfo};
@@ -76,8 +77,9 @@ pub struct Fectcp {
     ssthresh: f64,
     /// Symbols numbered below this were sent before the last window reduction.
     reduced_before: u64,
-    rtt_mean: Option<f64>,
-    rtt_var: f64,
+    /// Mean RTT and RTT variation (RFC 6298's estimator, as TCP uses it).
+    rtt: RttEstimator,
+    /// sRTT ← α·sRTT + (1 − α)·mean RTT, seconds.
     srtt: Option<f64>,
     // --- receiver ---
     receiving: Option<Receiving>,
@@ -100,6 +102,12 @@ impl Fectcp {
     pub fn new(cfg: Config) -> Self {
         let params = cfg.scheme.fountain.unwrap_or_default();
         let iw = cfg.initial_window.max(1) as f64;
+        let rtt = RttEstimator::new(
+            cfg.initial_rto,
+            cfg.min_rto,
+            cfg.max_rto,
+            cfg.clock_granularity,
+        );
         Fectcp {
             cfg,
             params,
@@ -111,8 +119,7 @@ impl Fectcp {
             cwnd: iw,
             ssthresh: f64::INFINITY,
             reduced_before: 0,
-            rtt_mean: None,
-            rtt_var: 0.0,
+            rtt,
             srtt: None,
             receiving: None,
             delivered: VecDeque::new(),
@@ -239,7 +246,7 @@ impl Fectcp {
     pub fn stats(&self) -> Stats {
         let mut s = self.stats;
         s.srtt = self.srtt.map(Duration::from_secs_f64);
-        s.mean_rtt = self.rtt_mean.map(Duration::from_secs_f64);
+        s.mean_rtt = self.rtt.mean();
         s.rto = self.symbol_timeout();
         s
     }
@@ -317,10 +324,7 @@ impl Fectcp {
                 s.in_flight.front().map(|&(_, t)| t + self.symbol_timeout())
             }
         });
-        match (symbol, self.linger_until) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [symbol, self.linger_until].into_iter().flatten().min()
     }
 
     /// Expires the symbol timers that are due: one window reduction per round trip.
@@ -359,9 +363,9 @@ impl Fectcp {
     /// (1 + β)(sRTT + σ_RTT); the initial RTO before the first sample.
     fn symbol_timeout(&self) -> Duration {
         match self.srtt {
-            Some(srtt) => {
-                Duration::from_secs_f64((1.0 + self.params.beta) * (srtt + self.rtt_var.sqrt()))
-            }
+            Some(srtt) => Duration::from_secs_f64(
+                (1.0 + self.params.beta) * (srtt + self.rtt.rttvar().as_secs_f64()),
+            ),
             None => self.cfg.initial_rto,
         }
     }
@@ -378,7 +382,7 @@ impl Fectcp {
         self.next_id = self.next_id.wrapping_add(1).max(1);
         self.sending = Some(Sending {
             id,
-            encoder: FountainEncoder::new(&data, oti),
+            encoder: FountainEncoder::new(data, oti),
             next_symbol: 0,
             in_flight: VecDeque::new(),
             done: false,
@@ -413,7 +417,7 @@ impl Fectcp {
             s.in_flight.pop_front();
             covered = true;
             if n + 1 == p.ack {
-                sample = Some(now.saturating_since(t).as_secs_f64());
+                sample = Some(now.saturating_since(t));
             }
         }
         if covered {
@@ -428,19 +432,9 @@ impl Fectcp {
         }
     }
 
-    fn on_rtt_sample(&mut self, r: f64) {
-        let mean = match self.rtt_mean {
-            None => {
-                self.rtt_var = (r / 2.0) * (r / 2.0);
-                r
-            }
-            Some(m) => {
-                let dev = r - m;
-                self.rtt_var = 0.75 * self.rtt_var + 0.25 * dev * dev;
-                m + dev / 8.0
-            }
-        };
-        self.rtt_mean = Some(mean);
+    fn on_rtt_sample(&mut self, r: Duration) {
+        self.rtt.on_sample(r);
+        let mean = self.rtt.srtt().expect("just sampled").as_secs_f64();
         let a = self.params.alpha;
         self.srtt = Some(match self.srtt {
             None => mean,

@@ -86,6 +86,11 @@ impl RttEstimator {
         self.srtt
     }
 
+    /// RTT variation (RTTVAR).
+    pub fn rttvar(&self) -> Duration {
+        self.rttvar
+    }
+
     /// Smallest RTT seen.
     pub fn min_rtt(&self) -> Option<Duration> {
         self.min_rtt

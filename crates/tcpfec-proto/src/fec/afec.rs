@@ -92,10 +92,10 @@ impl AfecControl {
 
     /// The earliest timer.
     pub fn deadline(&self) -> Option<Instant> {
-        match (self.dt_deadline, self.tp_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.dt_deadline, self.tp_deadline]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Starts the timers with the first data.

@@ -58,13 +58,15 @@ impl std::fmt::Debug for FountainEncoder {
 }
 
 impl FountainEncoder {
-    /// Prepares the block `data` (the intermediate symbols of every source block are
-    /// computed here; the crate caches its encoding plans per block size).
-    pub fn new(data: &[u8], oti: ObjectTransmissionInformation) -> Self {
-        let offsets = calculate_block_offsets(data, &oti);
+    /// Prepares the block `data`, taken over rather than copied (the intermediate symbols
+    /// of every source block are computed here; the crate caches its encoding plans per
+    /// block size).
+    pub fn new(data: Vec<u8>, oti: ObjectTransmissionInformation) -> Self {
+        let offsets = calculate_block_offsets(&data, &oti);
         let padded_len = offsets.last().map_or(0, |o| o.1);
-        let mut padded = data.to_vec();
-        padded.resize(padded_len.max(data.len()), 0);
+        let mut padded = data;
+        let len = padded.len();
+        padded.resize(padded_len.max(len), 0);
         let symbol_size = oti.symbol_size() as usize;
         let blocks: Vec<SourceBlockEncoder> = offsets
             .iter()
@@ -219,7 +221,7 @@ mod tests {
         for len in [1usize, 1000, 64 << 10, 300_000] {
             let data = block(len);
             let oti = parameters(len as u64, 1456);
-            let enc = FountainEncoder::new(&data, oti);
+            let enc = FountainEncoder::new(data.clone(), oti);
             let k = enc.source_symbol_count();
             let mut dec = FountainDecoder::new(&enc.oti(), 1456).unwrap();
             // Lose every third symbol: only repair symbols can make up for them.
@@ -247,7 +249,7 @@ mod tests {
     fn an_11_mib_block_with_bursty_loss_decodes() {
         let data = block(11 << 20);
         let oti = parameters(data.len() as u64, 1456);
-        let enc = FountainEncoder::new(&data, oti);
+        let enc = FountainEncoder::new(data.clone(), oti);
         let mut dec = FountainDecoder::new(&enc.oti(), 1456).unwrap();
         let mut got = None;
         // Lose 10 %, in runs of four symbols.
