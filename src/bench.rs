@@ -164,18 +164,23 @@ pub fn measure(cmd: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn run_json(exe: &Path, args: &[String]) -> Result<serde_json::Value, String> {
-    let out = Command::new(exe)
-        .args(args)
+/// Runs `cmd` to completion; its stdout, or an error naming `what` with its stderr.
+pub fn stdout_of(cmd: &mut Command, what: &str) -> Result<Vec<u8>, String> {
+    let out = cmd
         .output()
-        .map_err(|e| format!("cannot run bench child: {e}"))?;
+        .map_err(|e| format!("cannot run {what}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "bench child failed: {}",
+            "{what} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("bench child printed no result: {e}"))
+    Ok(out.stdout)
+}
+
+fn run_json(exe: &Path, args: &[String]) -> Result<serde_json::Value, String> {
+    let out = stdout_of(Command::new(exe).args(args), "bench child")?;
+    serde_json::from_slice(&out).map_err(|e| format!("bench child printed no result: {e}"))
 }
 
 fn best_of(
@@ -420,7 +425,7 @@ fn fountain(seconds: f64) {
         let start = WallClock::now();
         let mut last = None;
         while enc_calls == 0 || start.elapsed().as_secs_f64() < seconds {
-            let enc = FountainEncoder::new(&data, oti);
+            let enc = FountainEncoder::new(data.clone(), oti);
             let k = enc.source_symbol_count();
             for n in 0..k + k / 20 + 1 {
                 std::hint::black_box(enc.symbol(n));

@@ -243,16 +243,9 @@ fn parse_kv(text: &str) -> BTreeMap<String, String> {
 }
 
 fn run_external(cmd: &mut Command) -> Result<BTreeMap<String, String>, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
+    let what = format!("{cmd:?}");
+    let out = crate::bench::stdout_of(cmd, &what)?;
+    let text = String::from_utf8_lossy(&out);
     let line = text
         .lines()
         .rev()

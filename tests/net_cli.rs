@@ -32,29 +32,40 @@ fn keygen(path: &Path) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-/// Starts `tcpfec recv --once --json` and returns it with the address it listens on.
-fn start_recv(key: &Path, out: &Path, extra: &[&str]) -> (Child, String) {
-    let mut child = bin()
-        .args([
-            "recv",
-            "--listen",
-            "127.0.0.1:0",
-            "--once",
-            "--json",
-            "--key-file",
-        ])
-        .arg(key)
-        .arg("--out")
-        .arg(out)
-        .args(extra)
+/// Spawns `cmd` with piped output and returns it with the first line it writes to
+/// stdout (`from_stderr`: stderr) — the line where the command reports its address.
+fn spawn_reporting(cmd: &mut Command, from_stderr: bool) -> (Child, String) {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    if from_stderr {
+        BufReader::new(child.stderr.as_mut().unwrap()).read_line(&mut line)
+    } else {
+        BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line)
+    }
+    .unwrap();
+    (child, line)
+}
+
+/// Starts `tcpfec recv --once --json` and returns it with the address it listens on.
+fn start_recv(key: &Path, out: &Path, extra: &[&str]) -> (Child, String) {
+    let mut cmd = bin();
+    cmd.args([
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--once",
+        "--json",
+        "--key-file",
+    ])
+    .arg(key)
+    .arg("--out")
+    .arg(out)
+    .args(extra);
+    let (child, line) = spawn_reporting(&mut cmd, false);
     let v: serde_json::Value = serde_json::from_str(&line).expect("listening event");
     (child, v["addr"].as_str().unwrap().to_string())
 }
@@ -147,24 +158,13 @@ fn a_tunnel_refuses_a_block_scheme_with_a_reason() {
 
 /// Starts `tcpfec relay` towards `to` with `args`; returns it with its listening address.
 fn start_relay(to: &str, args: &[&str]) -> (Child, String) {
-    let mut child = bin()
-        .args(["relay", "--listen", "127.0.0.1:0", "--to", to])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
+    let mut cmd = bin();
+    cmd.args(["relay", "--listen", "127.0.0.1:0", "--to", to])
+        .args(args);
     // The relay reports "relay ADDR -> TO: …" on stderr.
-    BufReader::new(child.stderr.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split_whitespace()
-        .nth(1)
-        .expect("relay address")
-        .to_string();
-    (child, addr)
+    let (child, line) = spawn_reporting(&mut cmd, true);
+    let addr = line.split_whitespace().nth(1).expect("relay address");
+    (child, addr.to_string())
 }
 
 #[test]

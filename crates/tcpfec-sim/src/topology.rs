@@ -30,46 +30,27 @@ impl Network {
         let (r1, r2) = match sc.topology {
             Topology::Path => {
                 let (s, r1, r2, d) = (b.node(true), b.node(false), b.node(false), b.node(true));
+                // Link order (access, bottleneck, access) fixes the random streams.
                 let ad = sc.access_delay_of(0);
-                b.duplex(s, r1, sc.access_bps, ad, LossSpec::None, LossSpec::None);
-                b.duplex(
-                    r1,
-                    r2,
-                    sc.bottleneck_bps,
-                    sc.delay,
-                    sc.loss,
-                    sc.reverse_loss,
-                );
-                b.duplex(r2, d, sc.access_bps, ad, LossSpec::None, LossSpec::None);
+                b.access(s, r1, ad);
+                b.bottleneck(r1, r2);
+                b.access(r2, d, ad);
                 b.flow_hosts = (0..n).map(|_| (s, d)).collect();
                 (r1, r2)
             }
             Topology::Dumbbell => {
                 let (r1, r2) = (b.node(false), b.node(false));
-                b.duplex(
-                    r1,
-                    r2,
-                    sc.bottleneck_bps,
-                    sc.delay,
-                    sc.loss,
-                    sc.reverse_loss,
-                );
+                b.bottleneck(r1, r2);
                 for i in 0..n {
-                    let (s, d) = (b.node(true), b.node(true));
-                    let ad = sc.access_delay_of(i);
-                    b.duplex(s, r1, sc.access_bps, ad, LossSpec::None, LossSpec::None);
-                    b.duplex(r2, d, sc.access_bps, ad, LossSpec::None, LossSpec::None);
-                    b.flow_hosts.push((s, d));
+                    let pair = b.host_pair(r1, r2, sc.access_delay_of(i));
+                    b.flow_hosts.push(pair);
                 }
                 (r1, r2)
             }
         };
         // Background flows: their own hosts on either side of the bottleneck, 1 ms away.
         for _ in 0..sc.background {
-            let (left, right) = (b.node(true), b.node(true));
-            let ad = core::time::Duration::from_millis(1);
-            b.duplex(left, r1, sc.access_bps, ad, LossSpec::None, LossSpec::None);
-            b.duplex(r2, right, sc.access_bps, ad, LossSpec::None, LossSpec::None);
+            let (left, right) = b.host_pair(r1, r2, core::time::Duration::from_millis(1));
             b.flow_hosts.push(if sc.background_uplink {
                 (right, left)
             } else {
@@ -131,6 +112,33 @@ impl<'a> Builder<'a> {
         self.links
             .push(Link::new(b, bps, delay_ns, self.queue_limit(a), model));
         self.from.push(a);
+    }
+
+    /// The bottleneck between the routers, with the scenario's rate, delay and losses.
+    fn bottleneck(&mut self, r1: u32, r2: u32) {
+        let sc = self.sc;
+        self.duplex(
+            r1,
+            r2,
+            sc.bottleneck_bps,
+            sc.delay,
+            sc.loss,
+            sc.reverse_loss,
+        );
+    }
+
+    /// A loss-free access link between a host and a router.
+    fn access(&mut self, a: u32, b: u32, delay: core::time::Duration) {
+        let bps = self.sc.access_bps;
+        self.duplex(a, b, bps, delay, LossSpec::None, LossSpec::None);
+    }
+
+    /// Two new hosts, one left of `r1` and one right of `r2`, `delay` away.
+    fn host_pair(&mut self, r1: u32, r2: u32, delay: core::time::Duration) -> (u32, u32) {
+        let (left, right) = (self.node(true), self.node(true));
+        self.access(left, r1, delay);
+        self.access(r2, right, delay);
+        (left, right)
     }
 
     fn duplex(

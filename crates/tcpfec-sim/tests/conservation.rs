@@ -110,19 +110,24 @@ fn fec_rebuilds_segments_and_counts_them() {
         LossSpec::None,
         5_000_000,
     );
-    let r = run(&sc);
+    // ~3600 data packets at 1 % loss: dozens of single losses per 5-packet group.
+    assert_rebuilds(&run(&sc), 10, 1.0 / 6.0);
+}
+
+/// The transfer completed byte-exact, FEC rebuilt more than `at_least` segments, and the
+/// redundancy rate is `redundancy` (within 0.02).
+fn assert_rebuilds(r: &tcpfec_sim::RunResult, at_least: u64, redundancy: f64) {
     assert_eq!(r.corrupt_bytes, 0);
     assert_eq!(r.incomplete_flows, 0);
-    // ~3600 data packets at 1 % loss: dozens of single losses per 5-packet group.
     assert!(
-        r.recovered_packets > 10,
+        r.recovered_packets > at_least,
         "recovered {}",
         r.recovered_packets
     );
-    let redundancy = r.redundancy_rate;
     assert!(
-        (redundancy - 1.0 / 6.0).abs() < 0.02,
-        "redundancy {redundancy}"
+        (r.redundancy_rate - redundancy).abs() < 0.02,
+        "redundancy {}",
+        r.redundancy_rate
     );
 }
 
@@ -138,17 +143,5 @@ fn reed_solomon_rebuilds_several_losses_per_block() {
     // Full blocks only, so the redundancy is exactly M/(N+M); early closing of stalled
     // blocks has its own test (flight_end_flush.rs).
     sc.scheme.fec.as_mut().unwrap().flush_at_flight_end = false;
-    let r = run(&sc);
-    assert_eq!(r.corrupt_bytes, 0);
-    assert_eq!(r.incomplete_flows, 0);
-    assert!(
-        r.recovered_packets > 40,
-        "recovered {}",
-        r.recovered_packets
-    );
-    assert!(
-        (r.redundancy_rate - 2.0 / 18.0).abs() < 0.02,
-        "redundancy {}",
-        r.redundancy_rate
-    );
+    assert_rebuilds(&run(&sc), 40, 2.0 / 18.0);
 }
