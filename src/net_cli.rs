@@ -9,11 +9,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tcpfec_net::control::CloseCode;
+use tcpfec_net::printable::printable;
 use tcpfec_net::relay::{LinkSpec, Relay, RelayConfig};
 use tcpfec_net::stream::Watch;
-use tcpfec_net::transfer::{self, FileOutcome};
+use tcpfec_net::transfer::{self, FileEvent, FileOutcome};
 use tcpfec_net::tunnel::{self, TunnelStats};
-use tcpfec_net::{Endpoint, EndpointConfig, EndpointStats, Psk, DEFAULT_SCHEME};
+use tcpfec_net::{Endpoint, EndpointConfig, EndpointStats, Psk, Stream, DEFAULT_SCHEME};
 use tcpfec_proto::{Scheme, Stats};
 use tcpfec_sim::{units, LossSpec};
 
@@ -256,32 +258,39 @@ pub fn stats_json(s: &Stats) -> Value {
     })
 }
 
-/// The endpoint counters as JSON.
+/// The endpoint counters as JSON (every drop reason of [`EndpointStats::drop_reasons`]).
 pub fn endpoint_json(e: &EndpointStats) -> Value {
-    json!({
+    let mut v = json!({
         "datagrams_in": e.datagrams_in,
         "datagrams_out": e.datagrams_out,
         "bytes_in": e.bytes_in,
         "bytes_out": e.bytes_out,
         "dropped": e.dropped(),
-        "malformed": e.malformed,
-        "auth_failed": e.auth_failed,
-        "replayed": e.replayed,
-        "unknown_conn": e.unknown_conn,
-        "wrong_source": e.wrong_source,
-        "bad_token": e.bad_token,
         "retries_sent": e.retries_sent,
         "rejects_sent": e.rejects_sent,
         "handshakes_accepted": e.handshakes_accepted,
-    })
+        "keepalives_sent": e.keepalives_sent,
+    });
+    for (name, n) in e.drop_reasons() {
+        v[name] = json!(n);
+    }
+    v
+}
+
+/// Every drop reason as `name count`, in the JSON's names.
+fn drops_text(e: &EndpointStats) -> String {
+    e.drop_reasons()
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn stats_text(s: &Stats, e: &EndpointStats) -> String {
     format!(
         "sent {} data packets ({} retransmitted, {} repair), {} fast recoveries, {} timeouts; \
          received {} segments, {} recovered by FEC, {} unrecoverable groups; srtt {}; \
-         datagrams in {} out {}, dropped {} (malformed {}, auth failed {}, replayed {}, \
-         unknown connection {}, bad cookie {})",
+         datagrams in {} out {}, dropped {} ({})",
         s.data_packets_sent,
         s.retransmissions,
         s.repairs_sent,
@@ -295,11 +304,7 @@ fn stats_text(s: &Stats, e: &EndpointStats) -> String {
         e.datagrams_in,
         e.datagrams_out,
         e.dropped(),
-        e.malformed,
-        e.auth_failed,
-        e.replayed,
-        e.unknown_conn,
-        e.bad_token,
+        drops_text(e),
     )
 }
 
@@ -384,11 +389,58 @@ pub fn keygen(a: KeygenArgs) -> Result<(), String> {
 fn outcome_line(o: &FileOutcome) -> String {
     format!(
         "{}: {} bytes in {:.1} s ({:.1} Mb/s), BLAKE3 verified",
-        o.name,
+        printable(&o.name),
         o.bytes,
         o.secs,
         o.bytes as f64 * 8.0 / o.secs.max(1e-9) / 1e6
     )
+}
+
+fn outcome_json(o: &FileOutcome) -> Value {
+    json!({"name": printable(&o.name), "bytes": o.bytes, "secs": o.secs})
+}
+
+/// A stop request from the operator: which signal, and the conventional exit status
+/// (128 + the signal's number).
+#[derive(Debug, Clone, Copy)]
+struct Stop {
+    signal: &'static str,
+    status: i32,
+}
+
+/// SIGINT and SIGTERM, caught from the start of a command so that it can clean up and
+/// tell its peers before it exits.
+struct StopSignals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn new() -> Result<Self, String> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let err = |e| format!("cannot catch signals: {e}");
+        Ok(StopSignals {
+            int: signal(SignalKind::interrupt()).map_err(err)?,
+            term: signal(SignalKind::terminate()).map_err(err)?,
+        })
+    }
+
+    /// Waits for the next SIGINT or SIGTERM.
+    async fn next(&mut self) -> Stop {
+        tokio::select! {
+            _ = self.int.recv() => Stop { signal: "SIGINT", status: 130 },
+            _ = self.term.recv() => Stop { signal: "SIGTERM", status: 143 },
+        }
+    }
+}
+
+/// Tells every peer of `ep` that this side was stopped, then ends the process with the
+/// signal's exit status. Callers drop their transfers first, so incomplete files are gone.
+async fn exit_stopped(ep: &Endpoint, stop: Stop, what: &str) -> ! {
+    ep.close_all(CloseCode::Interrupted, "", Duration::from_secs(1))
+        .await;
+    eprintln!("stopped by {}: {what}", stop.signal);
+    std::process::exit(stop.status)
 }
 
 /// `tcpfec send`.
@@ -408,11 +460,15 @@ pub fn send(a: SendArgs) -> Result<(), String> {
     cfg.peer_scheme = Some(Scheme::parse("sack").expect("built-in"));
     let json = a.report.json;
     runtime()?.block_on(async move {
+        let mut signals = StopSignals::new()?;
         let addr = resolve("ADDR", &addr[0]).await?;
         let ep = Endpoint::client(cfg)
             .await
             .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
-        let mut s = ep.connect(addr).await.map_err(|e| e.to_string())?;
+        let mut s = tokio::select! {
+            s = ep.connect(addr) => s.map_err(|e| e.to_string())?,
+            stop = signals.next() => exit_stopped(&ep, stop, "nothing was sent").await,
+        };
         let watch = s.watch();
         let w2 = watch.clone();
         let sig = on_sigusr1(move || stats_text(&w2.stats(), &w2.endpoint()));
@@ -421,21 +477,48 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         let ticker = drive_bar(b.clone(), done.clone(), watch.clone(), true);
         let start = Instant::now();
         let blocks = s.moves_blocks();
-        let r = transfer::send_files(&mut s, &files, &done, blocks).await;
+        // Each file is reported the moment the receiver confirms it, so an error or a
+        // stop later on does not hide what did arrive.
+        let confirmed = std::sync::Mutex::new(Vec::new());
+        let mut on_done = |o: &FileOutcome| {
+            if !json {
+                b.suspend(|| println!("{}", outcome_line(o)));
+            }
+            confirmed.lock().expect("not poisoned").push(o.clone());
+        };
+        let r = tokio::select! {
+            r = transfer::send_files(&mut s, &files, &done, blocks, &mut on_done) => Ok(r),
+            stop = signals.next() => Err(stop),
+        };
         ticker.abort();
         sig.abort();
         b.finish_and_clear();
+        let r = match r {
+            Ok(r) => r,
+            Err(stop) => {
+                let n = confirmed.lock().expect("not poisoned").len();
+                drop(s);
+                let what = format!(
+                    "{n} of {} file(s) confirmed stored; the receiver was told and discards the incomplete one",
+                    files.len()
+                );
+                exit_stopped(&ep, stop, &what).await
+            }
+        };
         let stats = watch.stats();
         let est = watch.endpoint();
         drop(s);
         ep.wait_idle(Duration::from_secs(2)).await;
         let secs = start.elapsed().as_secs_f64();
+        if a.report.stats && !json {
+            eprintln!("{}", stats_text(&stats, &est));
+        }
         match r {
             Ok(outcomes) => {
                 if json {
                     let v = json!({
                         "event": "sent",
-                        "files": outcomes.iter().map(|o| json!({"name": o.name, "bytes": o.bytes, "secs": o.secs})).collect::<Vec<_>>(),
+                        "files": outcomes.iter().map(outcome_json).collect::<Vec<_>>(),
                         "secs": secs,
                         "goodput_mbps": total as f64 * 8.0 / secs / 1e6,
                         "scheme": a.scheme,
@@ -443,24 +526,81 @@ pub fn send(a: SendArgs) -> Result<(), String> {
                         "endpoint": endpoint_json(&est),
                     });
                     println!("{v}");
-                } else {
-                    for o in &outcomes {
-                        println!("{}", outcome_line(o));
-                    }
-                    if a.report.stats {
-                        eprintln!("{}", stats_text(&stats, &est));
-                    }
                 }
                 Ok(())
             }
             Err(e) => {
-                if a.report.stats {
-                    eprintln!("{}", stats_text(&stats, &est));
+                if json {
+                    let stored = confirmed.lock().expect("not poisoned");
+                    let v = json!({
+                        "event": "failed",
+                        "error": e.to_string(),
+                        "files": stored.iter().map(outcome_json).collect::<Vec<_>>(),
+                        "stats": stats_json(&stats),
+                        "endpoint": endpoint_json(&est),
+                    });
+                    println!("{v}");
                 }
                 Err(e.to_string())
             }
         }
     })
+}
+
+/// Receives one connection's files into `dir`, logging each stored file at once (text or
+/// JSON) and the connection's failure, if any.
+async fn receive_connection(
+    mut s: Stream,
+    dir: PathBuf,
+    force: bool,
+    json: bool,
+    stats: bool,
+) -> Result<(), String> {
+    let peer = s.peer_addr();
+    let done = Arc::new(AtomicU64::new(0));
+    let b = bar(0, json);
+    b.set_style(
+        ProgressStyle::with_template("{bytes} {binary_bytes_per_sec} {msg}")
+            .expect("valid template"),
+    );
+    let watch = s.watch();
+    let ticker = drive_bar(b.clone(), done.clone(), watch.clone(), false);
+    let mut on_event = |e: FileEvent| match e {
+        FileEvent::Receiving { name, bytes } if json => println!(
+            "{}",
+            json!({"event": "receiving", "from": peer.to_string(), "name": printable(name), "bytes": bytes})
+        ),
+        FileEvent::Receiving { .. } => {}
+        FileEvent::Stored(o) if json => {
+            let mut v = outcome_json(o);
+            v["event"] = json!("received");
+            v["from"] = json!(peer.to_string());
+            println!("{v}");
+        }
+        FileEvent::Stored(o) => b.suspend(|| println!("{}", outcome_line(o))),
+    };
+    let r = transfer::receive_files(&mut s, &dir, force, &done, &mut on_event).await;
+    ticker.abort();
+    b.finish_and_clear();
+    let st = watch.stats();
+    let est = watch.endpoint();
+    drop(s);
+    match &r {
+        Ok(_) if json => println!(
+            "{}",
+            json!({"event": "done", "from": peer.to_string(), "stats": stats_json(&st)})
+        ),
+        Ok(_) => {}
+        Err(e) if json => println!(
+            "{}",
+            json!({"event": "failed", "from": peer.to_string(), "error": e.to_string()})
+        ),
+        Err(e) => eprintln!("from {peer}: {e}; nothing incomplete was kept"),
+    }
+    if stats && !json {
+        eprintln!("{}", stats_text(&st, &est));
+    }
+    r.map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// `tcpfec recv`.
@@ -475,6 +615,7 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
     let cfg = endpoint_config(key, scheme("--scheme", &a.scheme, true)?, &a.report)?;
     let json = a.report.json;
     runtime()?.block_on(async move {
+        let mut signals = StopSignals::new()?;
         let listen = resolve("--listen", &a.listen).await?;
         let ep = Endpoint::bind(listen, cfg, true)
             .await
@@ -488,63 +629,41 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
         let ep = Arc::new(ep);
         let e2 = ep.clone();
         let _sig = on_sigusr1(move || format!("{}", endpoint_json(&e2.stats())));
-        loop {
-            let mut s = tokio::select! {
-                s = ep.accept() => s.ok_or("the endpoint closed")?,
-                _ = tokio::signal::ctrl_c() => return Ok(()),
-            };
-            let peer = s.peer_addr();
-            let dir = a.out.clone();
-            let (force, stats) = (a.force, a.report.stats);
-            let task = tokio::spawn(async move {
-                let done = Arc::new(AtomicU64::new(0));
-                let b = bar(0, json);
-                b.set_style(
-                    ProgressStyle::with_template("{bytes} {binary_bytes_per_sec} {msg}")
-                        .expect("valid template"),
-                );
-                let watch = s.watch();
-                let ticker = drive_bar(b.clone(), done.clone(), watch.clone(), false);
-                let r = transfer::receive_files(&mut s, &dir, force, &done).await;
-                ticker.abort();
-                b.finish_and_clear();
-                let st = watch.stats();
-                let est = watch.endpoint();
-                drop(s);
-                match &r {
-                    Ok(outcomes) if json => {
-                        for o in outcomes {
-                            println!("{}", json!({"event": "received", "from": peer.to_string(), "name": o.name, "bytes": o.bytes, "secs": o.secs, "stats": stats_json(&st)}));
-                        }
-                    }
-                    Ok(outcomes) => {
-                        for o in outcomes {
-                            println!("{}", outcome_line(o));
-                        }
-                    }
-                    Err(e) if json => println!(
-                        "{}",
-                        json!({"event": "failed", "from": peer.to_string(), "error": e.to_string()})
-                    ),
-                    Err(e) => eprintln!("from {peer}: {e}; nothing incomplete was kept"),
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut accepted = false;
+        let stop = loop {
+            tokio::select! {
+                s = ep.accept(), if !(a.once && accepted) => {
+                    let s = s.ok_or("the endpoint closed")?;
+                    accepted = true;
+                    tasks.spawn(receive_connection(s, a.out.clone(), a.force, json, a.report.stats));
                 }
-                if stats && !json {
-                    eprintln!("{}", stats_text(&st, &est));
+                Some(r) = tasks.join_next() => {
+                    let r = r.map_err(|e| e.to_string())?;
+                    if a.once {
+                        ep.wait_idle(Duration::from_secs(2)).await;
+                        return r;
+                    }
                 }
-                r.map(|_| ()).map_err(|e| e.to_string())
-            });
-            if a.once {
-                let r = task.await.map_err(|e| e.to_string())?;
-                ep.wait_idle(Duration::from_secs(2)).await;
-                return r;
+                stop = signals.next() => break stop,
             }
-        }
+        };
+        // Dropping the transfers removes their temporary files; stored files stay.
+        let open = tasks.len();
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+        let what = format!(
+            "{open} transfer(s) in progress were stopped and their incomplete files removed; \
+             the senders were told; stored files are kept"
+        );
+        exit_stopped(&ep, stop, &what).await
     })
 }
 
 /// `tcpfec tunnel`.
 pub fn tunnel(side: TunnelSide) -> Result<(), String> {
     runtime()?.block_on(async move {
+        let mut signals = StopSignals::new()?;
         let stats = Arc::new(TunnelStats::default());
         match side {
             TunnelSide::Server {
@@ -568,14 +687,19 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 let _sig = sig_tunnel(ep.clone(), stats.clone());
                 // UDP flows arrive as their own stream kind; --udp on the server only
                 // documents intent, the client decides what it forwards.
-                tokio::select! {
-                    _ = tunnel::serve(ep.clone(), to, stats.clone()) => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
+                let stop = tokio::select! {
+                    _ = tunnel::serve(ep.clone(), to, stats.clone()) => None,
+                    stop = signals.next() => Some(stop),
+                };
                 if report.stats || report.json {
                     println!("{}", tunnel_json(&ep.stats(), &stats));
                 }
-                Ok(())
+                match stop {
+                    Some(stop) => {
+                        exit_stopped(&ep, stop, "open tunnel connections were closed").await
+                    }
+                    None => Ok(()),
+                }
             }
             TunnelSide::Client {
                 listen,
@@ -622,14 +746,14 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                     if udp { " (TCP and UDP)" } else { " (TCP)" }
                 );
                 let _sig = sig_tunnel(ep.clone(), stats.clone());
-                let _ = tokio::signal::ctrl_c().await;
+                let stop = signals.next().await;
                 for t in tasks {
                     t.abort();
                 }
                 if report.stats || report.json {
                     println!("{}", tunnel_json(&ep.stats(), &stats));
                 }
-                Ok(())
+                exit_stopped(&ep, stop, "open tunnel connections were closed").await
             }
         }
     })

@@ -24,6 +24,16 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// The names in `dir`, sorted (temporary files included).
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
 fn keygen(path: &Path) {
     let o = bin()
         .args(["keygen", "--out", path.to_str().unwrap()])
@@ -91,7 +101,7 @@ fn send_and_receive_a_file_then_refuse_to_overwrite_it() {
     let r = recv.wait_with_output().unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert_eq!(std::fs::read(out.join("data.bin")).unwrap(), bytes);
-    assert!(!out.join(".data.bin.part").exists());
+    assert_eq!(listing(&out), ["data.bin"]); // no temporary file left
 
     // The same again: the receiver refuses, the sender says why, nothing is overwritten.
     let (recv, addr) = start_recv(&key, &out, &[]);
@@ -195,4 +205,115 @@ fn fectcp_moves_a_file_through_a_lossy_relay() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     // No retransmission: every lost symbol was replaced by a new one.
     assert_eq!(v["stats"]["retransmissions"], 0, "{v}");
+}
+
+/// Sends `sig` to a child process.
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill() on a pid we own (the child has not been reaped yet).
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+}
+
+/// Reads JSON lines from `child`'s stdout until one has `"event": event`; returns it.
+fn wait_event(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    event: &str,
+) -> serde_json::Value {
+    for line in lines.by_ref() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["event"] == event {
+            return v;
+        }
+    }
+    panic!("no {event} event");
+}
+
+/// A slow transfer (through a rate-limited relay) to a receiver that is in the middle of
+/// writing the file; returns (receiver, its stdout lines, sender, relay, out dir).
+fn transfer_in_progress(
+    dir: &Path,
+) -> (
+    Child,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+    Child,
+    Child,
+    PathBuf,
+) {
+    let key = dir.join("k");
+    keygen(&key);
+    let out = dir.join("out");
+    let file = dir.join("big.bin");
+    std::fs::write(&file, vec![7u8; 20_000_000]).unwrap();
+    let (mut recv, addr) = start_recv(&key, &out, &[]);
+    let (relay, via) = start_relay(&addr, &["--rate", "20mbit"]);
+    let sender = send(&file, &via, &key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(recv.stdout.take().unwrap()).lines();
+    let v = wait_event(&mut lines, "receiving");
+    assert_eq!(v["name"], "big.bin");
+    (recv, lines, sender, relay, out)
+}
+
+#[test]
+fn a_stopped_receiver_removes_its_partial_file_and_the_sender_hears_at_once() {
+    let dir = scratch("stop-recv");
+    let (recv, _lines, sender, mut relay, out) = transfer_in_progress(&dir);
+    signal(&recv, libc::SIGTERM);
+    let stopped = Instant::now();
+    let r = recv.wait_with_output().unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(String::from_utf8_lossy(&r.stderr).contains("stopped by SIGTERM"));
+    assert!(listing(&out).is_empty(), "{:?}", listing(&out));
+    let o = sender.wait_with_output().unwrap();
+    // The sender learns it from the receiver's close, not from its 10 s idle timeout.
+    assert!(
+        stopped.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopped.elapsed()
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("the peer stopped"), "{err}");
+    relay.kill().unwrap();
+    let _ = relay.wait();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_stopped_sender_tells_the_receiver_which_keeps_nothing_partial() {
+    let dir = scratch("stop-send");
+    let (recv, mut lines, sender, mut relay, out) = transfer_in_progress(&dir);
+    signal(&sender, libc::SIGINT);
+    let stopped = Instant::now();
+    let o = sender.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = wait_event(&mut lines, "failed");
+    assert!(
+        stopped.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopped.elapsed()
+    );
+    assert!(
+        v["error"].as_str().unwrap().contains("the peer stopped"),
+        "{v}"
+    );
+    drop(lines);
+    let r = recv.wait_with_output().unwrap();
+    assert_eq!(r.status.code(), Some(2)); // --once: the one connection failed
+    assert!(listing(&out).is_empty(), "{:?}", listing(&out));
+    relay.kill().unwrap();
+    let _ = relay.wait();
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,6 +1,7 @@
 //! One connection as the driver sees it: the client's handshake in progress, then the
 //! engine with its packet protection, replay window, pacer and liveness timers.
 
+use crate::control::{self, Control};
 use crate::crypto::{self, Sealer};
 use crate::endpoint::Shared;
 use crate::envelope::{self, DATA_HEADER};
@@ -71,7 +72,14 @@ pub(crate) struct Conn {
     /// Packets received and sent by this connection (datagrams, all kinds).
     pub(crate) packets_in: u64,
     pub(crate) packets_out: u64,
+    /// A close this side wants to send: it goes out on the next poll, then the
+    /// connection ends here.
+    pub(crate) close: Option<Control>,
 }
+
+/// Copies of a close message sent back to back, so one random loss does not leave the
+/// peer waiting for its idle timeout.
+const CLOSE_COPIES: usize = 3;
 
 impl Conn {
     pub(crate) fn new(peer: SocketAddr, peer_id: u32, now: Instant) -> Self {
@@ -94,6 +102,7 @@ impl Conn {
             connect_tx: None,
             packets_in: 0,
             packets_out: 0,
+            close: None,
         }
     }
 
@@ -223,6 +232,18 @@ impl Conn {
         self.replay.mark(pn);
         self.last_recv = now;
         self.packets_in += 1;
+        if n > 0 && plain[0] == control::MARKER {
+            match Control::parse(&plain[..n]) {
+                Some(Control::Close { code, reason }) => {
+                    if self.error.is_none() {
+                        self.error = Some(NetError::PeerClosed { code, reason });
+                    }
+                    engine.abort();
+                }
+                None => stats.bad_inner += 1,
+            }
+            return false;
+        }
         let before = engine.readable();
         if n > 0 && engine.handle_datagram(now, &plain[..n]).is_err() {
             stats.bad_inner += 1;
@@ -239,6 +260,30 @@ impl Conn {
         let n = sealer.seal(pn, plain, &mut d[DATA_HEADER..]);
         d.truncate(DATA_HEADER + n);
         d
+    }
+
+    /// Sends `msg` (a close) a few times and ends the connection on this side.
+    fn send_close(
+        &mut self,
+        msg: &Control,
+        out: &mut Vec<(SocketAddr, Vec<u8>)>,
+        stats: &mut EndpointStats,
+    ) {
+        let plain = msg.encode();
+        for _ in 0..CLOSE_COPIES {
+            let d = self.seal(&plain);
+            stats.datagrams_out += 1;
+            stats.bytes_out += d.len() as u64;
+            self.packets_out += 1;
+            out.push((self.peer, d));
+        }
+        let Control::Close { code, .. } = msg;
+        if self.error.is_none() {
+            self.error = Some(NetError::ClosedHere(*code));
+        }
+        if let Some(e) = self.engine.as_mut() {
+            e.abort();
+        }
     }
 
     /// Runs timers and emits datagrams into `out`. Returns the next deadline and whether
@@ -281,6 +326,9 @@ impl Conn {
             Phase::Open => {}
         }
         let idle = shared.cfg.idle_timeout;
+        if let Some(msg) = self.close.take() {
+            self.send_close(&msg, out, stats);
+        }
         let engine = self.engine.as_mut().expect("open connection");
         if engine.poll_timeout().is_some_and(|t| t <= now) {
             engine.handle_timeout(now);

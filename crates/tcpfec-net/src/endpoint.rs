@@ -18,6 +18,7 @@ use crate::stream::Stream;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tcpfec_proto::{Config, Endpoint as Engine, Instant, Scheme};
@@ -87,6 +88,8 @@ pub(crate) struct Shared {
     pub(crate) clock: Clock,
     pub(crate) cfg: EndpointConfig,
     socket: UdpSocket,
+    /// Driver rounds whose datagrams have all been handed to the socket.
+    rounds: AtomicU64,
 }
 
 impl Shared {
@@ -163,6 +166,7 @@ impl Endpoint {
             clock: Clock::new(),
             cfg,
             socket,
+            rounds: AtomicU64::new(0),
         });
         let driver = tokio::spawn(drive(shared.clone()));
         Ok(Endpoint {
@@ -213,6 +217,45 @@ impl Endpoint {
             Ok(Ok(())) => Ok(Stream::new(self.shared.clone(), id, peer)),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(NetError::EndpointClosed),
+        }
+    }
+
+    /// Closes every open connection with `code` (the peers report the reason at once
+    /// instead of waiting for their idle timeout) and waits, at most `limit`, until the
+    /// close messages have been handed to the socket.
+    pub async fn close_all(&self, code: crate::control::CloseCode, reason: &str, limit: Duration) {
+        {
+            let mut st = self.shared.lock();
+            for c in st.conns.values_mut() {
+                if c.engine.is_some() && c.error.is_none() {
+                    c.close = Some(crate::control::Control::Close {
+                        code,
+                        reason: reason.to_string(),
+                    });
+                }
+            }
+        }
+        self.shared.notify.notify_one();
+        let end = tokio::time::Instant::now() + limit;
+        // Polling is acceptable here: this runs once at exit, not on the data path.
+        let mut round = None;
+        while tokio::time::Instant::now() < end {
+            let sent = self.shared.rounds.load(Ordering::Acquire);
+            match round {
+                // Every close was taken into a batch before round `r` ended or began:
+                // once another round has finished, it has been handed to the socket.
+                Some(r) if sent > r => return,
+                Some(_) => {}
+                None => {
+                    let st = self.shared.lock();
+                    if st.conns.values().all(|c| c.close.is_none()) && st.outbox.is_empty() {
+                        round = Some(sent);
+                        drop(st);
+                        self.shared.notify.notify_one();
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
     }
 
@@ -270,6 +313,7 @@ async fn drive(shared: Arc<Shared>) {
         }
         send_batch(&shared.socket, &batch, &mut run).await;
         batch.clear();
+        shared.rounds.fetch_add(1, Ordering::Release);
         if done {
             return;
         }

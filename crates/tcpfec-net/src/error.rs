@@ -26,6 +26,15 @@ pub enum NetError {
     PeerTimeout(Duration),
     /// The peer reset (aborted) the connection.
     Reset,
+    /// The peer closed the connection with a reason (a control message).
+    PeerClosed {
+        /// Why.
+        code: crate::control::CloseCode,
+        /// The peer's details (its own text: printed escaped).
+        reason: String,
+    },
+    /// This side closed the connection with a reason.
+    ClosedHere(crate::control::CloseCode),
     /// The endpoint was shut down.
     EndpointClosed,
 }
@@ -65,6 +74,19 @@ impl std::fmt::Display for NetError {
                 d.as_secs_f64()
             ),
             NetError::Reset => write!(f, "the peer reset the connection"),
+            NetError::PeerClosed { code, reason } => {
+                use crate::control::CloseCode as C;
+                let reason = crate::printable::printable(reason);
+                match code {
+                    C::Interrupted => write!(f, "the peer stopped: its operator interrupted it"),
+                    C::TargetUnreachable => {
+                        write!(f, "the tunnel server could not reach its target: {reason}")
+                    }
+                    C::TargetReset => write!(f, "the far end reset the forwarded connection: {reason}"),
+                    C::Application => write!(f, "the peer closed the connection: {reason}"),
+                }
+            }
+            NetError::ClosedHere(code) => write!(f, "this side closed the connection ({code:?})"),
             NetError::EndpointClosed => write!(f, "the endpoint was shut down"),
         }
     }
@@ -79,7 +101,8 @@ impl From<NetError> for std::io::Error {
             NetError::NoAnswer { .. } | NetError::PeerTimeout(_) => K::TimedOut,
             NetError::WrongKey | NetError::ModeMismatch => K::PermissionDenied,
             NetError::BadParams => K::InvalidInput,
-            NetError::Reset => K::ConnectionReset,
+            NetError::Reset | NetError::PeerClosed { .. } => K::ConnectionReset,
+            NetError::ClosedHere(_) => K::ConnectionAborted,
             NetError::EndpointClosed => K::NotConnected,
         };
         std::io::Error::new(kind, e)

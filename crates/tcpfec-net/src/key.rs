@@ -25,20 +25,24 @@ impl Psk {
         Psk(k)
     }
 
-    /// Parses the hex form (surrounding whitespace ignored).
+    /// Parses the hex form (surrounding whitespace ignored). Works on bytes, so any
+    /// input, multibyte characters included, gives an error rather than a panic.
     pub fn from_hex(s: &str) -> Result<Psk, String> {
-        let s = s.trim();
+        let s = s.trim().as_bytes();
         if s.len() != KEY_LEN * 2 {
             return Err(format!(
-                "a key is {} hex digits, this has {}",
+                "a key is {} hex digits, this has {} bytes",
                 KEY_LEN * 2,
                 s.len()
             ));
         }
+        let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
         let mut k = [0u8; KEY_LEN];
-        for (i, byte) in k.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
-                .map_err(|_| "a key contains only hex digits".to_string())?;
+        for (byte, pair) in k.iter_mut().zip(s.chunks_exact(2)) {
+            match (digit(pair[0]), digit(pair[1])) {
+                (Some(hi), Some(lo)) => *byte = hi << 4 | lo,
+                _ => return Err("a key contains only hex digits".to_string()),
+            }
         }
         Ok(Psk(k))
     }
@@ -48,10 +52,31 @@ impl Psk {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    /// Reads a key file written by [`Psk::write_new`].
+    /// Reads a key file written by [`Psk::write_new`]. Reads at most a few kilobytes, so
+    /// a wrong path (a device, a huge file) fails fast instead of filling memory.
     pub fn read(path: &Path) -> Result<Psk, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read key file {}: {e}", path.display()))?;
+        use std::io::Read;
+        const LIMIT: u64 = 4096;
+        let cant = |e: std::io::Error| format!("cannot read key file {}: {e}", path.display());
+        let f = std::fs::File::open(path).map_err(cant)?;
+        if !f.metadata().map_err(cant)?.is_file() {
+            return Err(format!("key file {}: not a regular file", path.display()));
+        }
+        let mut raw = Vec::new();
+        f.take(LIMIT + 1).read_to_end(&mut raw).map_err(cant)?;
+        if raw.len() as u64 > LIMIT {
+            return Err(format!(
+                "key file {}: too large for a key (a key file is one line of {} hex digits)",
+                path.display(),
+                KEY_LEN * 2
+            ));
+        }
+        let text = String::from_utf8(raw).map_err(|_| {
+            format!(
+                "key file {}: not text (a key file is one line of hex digits)",
+                path.display()
+            )
+        })?;
         Psk::from_hex(&text).map_err(|e| format!("key file {}: {e}", path.display()))
     }
 
@@ -85,5 +110,30 @@ mod tests {
         assert_eq!(Psk::from_hex(&format!(" {}\n", k.to_hex())).unwrap(), k);
         assert!(Psk::from_hex("abc").is_err());
         assert!(Psk::from_hex(&"zz".repeat(32)).is_err());
+        assert!(Psk::from_hex(&"+1".repeat(32)).is_err()); // from_str_radix would take "+1"
+    }
+
+    /// Key files with any content give an error, never a panic.
+    #[test]
+    fn odd_key_files_are_errors() {
+        let dir = std::env::temp_dir().join(format!("tcpfec-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("k");
+        let mut cases: Vec<Vec<u8>> = vec![
+            "é".repeat(32).into_bytes(), // 64 bytes, a char boundary split by pairs
+            format!("a{}", "é".repeat(31)).into_bytes(),
+            format!("{}€", "0".repeat(61)).into_bytes(),
+            vec![0xff; 64],
+            vec![b'0'; 100_000],
+            Vec::new(),
+        ];
+        cases.push([b"0".repeat(63), vec![0xc3]].concat());
+        for bytes in cases {
+            std::fs::write(&f, &bytes).unwrap();
+            assert!(Psk::read(&f).is_err(), "{bytes:?}");
+        }
+        assert!(Psk::read(&dir).is_err()); // a directory
+        assert!(Psk::read(Path::new("/dev/zero")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod clock;
 mod conn;
+pub mod control;
 pub mod cookie;
 pub mod crypto;
 pub mod endpoint;
@@ -18,10 +19,12 @@ mod gso;
 pub mod key;
 pub mod pacer;
 pub mod params;
+pub mod printable;
 pub mod relay;
 pub mod replay;
 mod sockopt;
 pub mod stats;
+pub mod store;
 pub mod stream;
 pub mod transfer;
 pub mod tunnel;

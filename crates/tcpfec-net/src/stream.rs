@@ -72,6 +72,22 @@ impl Stream {
             .is_some_and(|e| e.moves_blocks())
     }
 
+    /// Closes the connection at once with a reason the peer reports (a sealed close
+    /// message, then a reset). Unsent and unread bytes are discarded.
+    pub fn close_with(&self, code: crate::control::CloseCode, reason: &str) {
+        let mut st = self.shared.lock();
+        if let Some(c) = st.conns.get_mut(&self.id) {
+            if c.engine.is_some() {
+                c.close = Some(crate::control::Control::Close {
+                    code,
+                    reason: reason.to_string(),
+                });
+            }
+        }
+        drop(st);
+        self.shared.notify.notify_one();
+    }
+
     /// Aborts the connection: the peer gets a reset.
     pub fn abort(&self) {
         let mut st = self.shared.lock();

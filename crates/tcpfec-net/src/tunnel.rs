@@ -4,7 +4,13 @@
 //! datagram framed with a 2-byte length.
 //!
 //! The first byte a tunnel client writes on a new stream says what it carries.
+//!
+//! A forwarded TCP connection ends the way it ended at the far side: a clean close is a
+//! clean close, but when the target refuses or resets, or the tcpfec connection dies,
+//! the TCP connection on the other end is reset (not closed with an EOF that looks like
+//! a normal end of stream), and both tunnel ends log why.
 
+use crate::control::CloseCode;
 use crate::endpoint::Endpoint;
 use crate::stream::Stream;
 use std::collections::HashMap;
@@ -61,10 +67,56 @@ pub async fn serve(endpoint: Arc<Endpoint>, target: String, stats: Arc<TunnelSta
 }
 
 async fn serve_tcp(mut stream: Stream, target: &str) -> io::Result<()> {
-    let mut tcp = TcpStream::connect(target).await?;
+    let peer = stream.peer_addr();
+    let mut tcp = match TcpStream::connect(target).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("tunnel: connection from {peer}: cannot reach {target}: {e}");
+            stream.close_with(CloseCode::TargetUnreachable, &e.to_string());
+            return Err(e);
+        }
+    };
     let _ = tcp.set_nodelay(true);
-    tokio::io::copy_bidirectional(&mut tcp, &mut stream).await?;
-    Ok(())
+    let r = tokio::io::copy_bidirectional(&mut tcp, &mut stream).await;
+    end_forwarding(
+        r,
+        tcp,
+        &stream,
+        &format!("connection from {peer} to {target}"),
+    )
+}
+
+/// Ends one forwarded TCP connection after the copy loop. On an error, the side that did
+/// not fail learns it as a reset: the TCP peer by an RST, the tunnel peer by a close with
+/// a reason.
+fn end_forwarding(
+    r: io::Result<(u64, u64)>,
+    tcp: TcpStream,
+    stream: &Stream,
+    what: &str,
+) -> io::Result<()> {
+    let Err(e) = r else {
+        return Ok(());
+    };
+    match stream.error() {
+        // The tunnel side failed (peer gone, closed with a reason, reset): reset TCP.
+        Some(ne) => {
+            eprintln!("tunnel: {what}: {ne}; resetting the TCP connection");
+            reset(tcp);
+        }
+        // The TCP side failed (reset by its peer): tell the tunnel peer why.
+        None => {
+            eprintln!("tunnel: {what}: TCP side failed: {e}");
+            stream.close_with(CloseCode::TargetReset, &e.to_string());
+        }
+    }
+    Err(e)
+}
+
+/// Closes `tcp` with an RST instead of a FIN (SO_LINGER 0), so its peer sees an abort.
+fn reset(tcp: TcpStream) {
+    let _ = socket2::SockRef::from(&tcp).set_linger(Some(std::time::Duration::ZERO));
+    drop(tcp);
 }
 
 async fn serve_udp(stream: Stream, target: &str) -> io::Result<()> {
@@ -139,14 +191,25 @@ pub async fn client_tcp(
         tokio::spawn(async move {
             stats.tcp_connections.fetch_add(1, Ordering::Relaxed);
             let _ = tcp.set_nodelay(true);
-            let r = async {
-                let mut s = endpoint.connect(server).await?;
-                s.write_all(&[KIND_TCP]).await?;
-                tokio::io::copy_bidirectional(&mut tcp, &mut s).await?;
-                io::Result::Ok(())
-            }
-            .await;
-            if r.is_err() {
+            let from = tcp
+                .peer_addr()
+                .map_or_else(|_| "?".to_string(), |a| a.to_string());
+            let mut s = match endpoint.connect(server).await {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!(
+                        "tunnel: connection from {from}: cannot reach the tunnel server: {e}"
+                    );
+                    stats.failures.fetch_add(1, Ordering::Relaxed);
+                    reset(tcp);
+                    return;
+                }
+            };
+            let r = match s.write_all(&[KIND_TCP]).await {
+                Ok(()) => tokio::io::copy_bidirectional(&mut tcp, &mut s).await,
+                Err(e) => Err(e),
+            };
+            if end_forwarding(r, tcp, &s, &format!("connection from {from}")).is_err() {
                 stats.failures.fetch_add(1, Ordering::Relaxed);
             }
         });
