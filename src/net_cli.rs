@@ -847,3 +847,44 @@ pub fn relay(a: RelayArgs) -> Result<(), String> {
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `--stats` text names every drop reason the JSON has, with its count.
+    #[test]
+    fn stats_text_lists_every_drop_reason_of_the_json() {
+        let e = EndpointStats {
+            malformed: 11,
+            auth_failed: 12,
+            replayed: 13,
+            unknown_conn: 14,
+            wrong_source: 15,
+            bad_inner: 16,
+            unexpected: 17,
+            bad_token: 18,
+            token_reused: 19,
+            ..EndpointStats::default()
+        };
+        let text = stats_text(&Stats::default(), &e);
+        let json = endpoint_json(&e);
+        for (name, n) in e.drop_reasons() {
+            assert_eq!(json[name], n, "{name}");
+            assert!(text.contains(&format!("{name} {n}")), "{name}: {text}");
+        }
+        assert_eq!(json["dropped"], 11 + 12 + 13 + 14 + 15 + 16 + 17 + 18 + 19);
+    }
+
+    /// A file name chosen by the peer cannot break a log line or reach the terminal.
+    #[test]
+    fn outcome_lines_escape_the_name_in_text_and_json() {
+        let o = FileOutcome {
+            name: "a\u{202e}b".into(),
+            bytes: 1,
+            secs: 1.0,
+        };
+        assert!(outcome_line(&o).starts_with("a\\u{202e}b: "));
+        assert_eq!(outcome_json(&o)["name"], "a\\u{202e}b");
+    }
+}

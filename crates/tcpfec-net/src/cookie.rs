@@ -4,7 +4,12 @@
 //! token = issue time (8 bytes, seconds) ‖ first 16 bytes of keyed BLAKE3(secret, address ‖
 //! client id ‖ issue time). Only a client that receives packets at its source address can
 //! echo it, so a spoofed source never makes the server hold state.
+//!
+//! A token opens at most one connection: the server remembers the tokens it has accepted
+//! until they expire ([`CookieJar::consume`]), so an Initial captured on the path and
+//! replayed from the same address within the token's lifetime cannot open a second one.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 
 /// Length of a token in bytes.
@@ -12,9 +17,17 @@ pub const TOKEN_LEN: usize = 24;
 /// How long a token stays valid, seconds.
 pub const TOKEN_LIFETIME: u64 = 10;
 
-/// The server's token key, random per process.
+/// Most accepted tokens remembered at once. Each is remembered for at most
+/// [`TOKEN_LIFETIME`] seconds, so this bounds the accepted-handshake rate at which
+/// replay protection still holds (6 553 per second); beyond it new handshakes are
+/// refused rather than tokens forgotten early.
+pub const MAX_USED_TOKENS: usize = 65_536;
+
+/// The server's token key, random per process, and the tokens already used.
 pub struct CookieJar {
     secret: [u8; 32],
+    /// MAC of each accepted token → its issue time, until it expires.
+    used: HashMap<[u8; 16], u64>,
 }
 
 impl CookieJar {
@@ -22,7 +35,10 @@ impl CookieJar {
     pub fn new() -> Self {
         let mut secret = [0u8; 32];
         getrandom::getrandom(&mut secret).expect("OS random source");
-        CookieJar { secret }
+        CookieJar {
+            secret,
+            used: HashMap::new(),
+        }
     }
 
     fn mac(&self, addr: SocketAddr, client_id: u32, issued: u64) -> [u8; 16] {
@@ -65,6 +81,36 @@ impl CookieJar {
     }
 }
 
+impl CookieJar {
+    /// Marks a token that [`CookieJar::check`] accepted as used; false if it was used
+    /// before (a replay) or too many live tokens are remembered already.
+    pub fn consume(&mut self, token: &[u8], now_secs: u64) -> bool {
+        if token.len() != TOKEN_LEN {
+            return false;
+        }
+        let issued = u64::from_be_bytes(token[..8].try_into().expect("8 bytes"));
+        let mut mac = [0u8; 16];
+        mac.copy_from_slice(&token[8..]);
+        if self.used.contains_key(&mac) {
+            return false;
+        }
+        if self.used.len() >= MAX_USED_TOKENS {
+            self.used
+                .retain(|_, t| now_secs.saturating_sub(*t) <= TOKEN_LIFETIME);
+            if self.used.len() >= MAX_USED_TOKENS {
+                return false;
+            }
+        }
+        self.used.insert(mac, issued);
+        true
+    }
+
+    /// Tokens remembered now (for tests and counters).
+    pub fn used_tokens(&self) -> usize {
+        self.used.len()
+    }
+}
+
 impl Default for CookieJar {
     fn default() -> Self {
         Self::new()
@@ -90,5 +136,27 @@ mod tests {
         forged[20] ^= 1;
         assert!(!jar.check(&forged, a, 7, 105));
         assert!(!CookieJar::new().check(&t, a, 7, 105), "other server");
+    }
+
+    #[test]
+    fn a_token_is_used_once_and_forgotten_after_it_expires() {
+        let mut jar = CookieJar::new();
+        let a: SocketAddr = "127.0.0.1:4000".parse().unwrap();
+        let t = jar.issue(a, 7, 195);
+        assert!(jar.consume(&t, 196));
+        assert!(!jar.consume(&t, 197), "replay");
+        let u = jar.issue(a, 7, 196);
+        assert!(jar.consume(&u, 196), "a fresh token");
+        // Filling the jar forgets only expired tokens.
+        for i in 0..(MAX_USED_TOKENS as u32 - 2) {
+            let v = jar.issue(a, i + 100, 200);
+            assert!(jar.consume(&v, 200));
+        }
+        assert_eq!(jar.used_tokens(), MAX_USED_TOKENS);
+        let late = jar.issue(a, 1, 200);
+        assert!(!jar.consume(&late, 200), "full of live tokens");
+        // Once they have expired (and check() refuses them anyway) room is made.
+        assert!(jar.consume(&late, 200 + TOKEN_LIFETIME + 1));
+        assert_eq!(jar.used_tokens(), 1);
     }
 }

@@ -548,6 +548,13 @@ fn on_initial(
         reject(st, RejectReason::BadParams);
         return;
     };
+    // One connection per token: a captured Initial replayed within the token's lifetime
+    // is dropped unanswered (a rejected handshake keeps its token, so the client's
+    // repeat still gets the reason).
+    if !st.jar.consume(token, secs) {
+        st.stats.token_reused += 1;
+        return;
+    }
     let id = st.fresh_id();
     let send = params
         .want

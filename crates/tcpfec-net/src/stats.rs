@@ -28,6 +28,8 @@ pub struct EndpointStats {
     pub unexpected: u64,
     /// Initials carrying an invalid or expired cookie token.
     pub bad_token: u64,
+    /// Initials whose valid token already opened a connection (replays).
+    pub token_reused: u64,
     /// Retry (cookie) packets sent.
     pub retries_sent: u64,
     /// Handshakes refused with a Reject.
@@ -41,7 +43,7 @@ pub struct EndpointStats {
 impl EndpointStats {
     /// Every reason a datagram is dropped, with its count, in one list so that text and
     /// JSON reports cannot leave one out. Names are the JSON keys.
-    pub fn drop_reasons(&self) -> [(&'static str, u64); 8] {
+    pub fn drop_reasons(&self) -> [(&'static str, u64); 9] {
         [
             ("malformed", self.malformed),
             ("auth_failed", self.auth_failed),
@@ -51,6 +53,7 @@ impl EndpointStats {
             ("bad_inner", self.bad_inner),
             ("unexpected", self.unexpected),
             ("bad_token", self.bad_token),
+            ("token_reused", self.token_reused),
         ]
     }
 

@@ -237,3 +237,65 @@ async fn killed_receiver_gives_the_sender_a_clear_error_in_bounded_time() {
         start.elapsed()
     );
 }
+
+/// An Initial captured on the path and replayed from the same address within the token's
+/// lifetime opens no second connection, and the server answers it with nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_token_opens_no_second_connection() {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        let cfg = config(Some(Psk::generate()), "sack");
+        let srv = Arc::new(server(cfg.clone()).await);
+        let (entry, inject, mut tap) = tapping_proxy(srv.local_addr().unwrap()).await;
+        let s2 = srv.clone();
+        let echo = tokio::spawn(async move {
+            let mut s = s2.accept().await.unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).await.unwrap();
+            s.write_all(&got).await.unwrap();
+        });
+        let cli = client(cfg).await;
+        let mut s = cli.connect(entry).await.unwrap();
+        s.write_all(b"once").await.unwrap();
+        s.shutdown().await.unwrap();
+        let mut back = Vec::new();
+        s.read_to_end(&mut back).await.unwrap();
+        assert_eq!(back, b"once");
+        echo.await.unwrap();
+        drop(s);
+        assert!(cli.wait_idle(Duration::from_secs(5)).await);
+        assert!(srv.wait_idle(Duration::from_secs(5)).await);
+        // The Initial that carried the token.
+        let mut initial = None;
+        while let Ok(d) = tap.try_recv() {
+            if let Some(tcpfec_net::envelope::Envelope::Initial { token, .. }) =
+                tcpfec_net::envelope::parse(&d)
+            {
+                if !token.is_empty() {
+                    initial = Some(d.clone());
+                }
+            }
+        }
+        let initial = initial.expect("a token-bearing Initial was sent");
+        let before = srv.stats();
+        assert_eq!(before.handshakes_accepted, 1);
+        inject.send(&initial).await.unwrap();
+        while srv.stats().token_reused == 0 {
+            tokio::task::yield_now().await;
+        }
+        let after = srv.stats();
+        assert_eq!(
+            after.handshakes_accepted, 1,
+            "a second connection was opened"
+        );
+        assert_eq!(
+            after.datagrams_out, before.datagrams_out,
+            "the server answered"
+        );
+        assert!(
+            srv.wait_idle(Duration::from_millis(1)).await,
+            "state was created"
+        );
+    })
+    .await
+    .unwrap();
+}

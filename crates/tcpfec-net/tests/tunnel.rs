@@ -121,3 +121,91 @@ async fn twenty_tcp_connections_and_udp_echo() {
     .await
     .expect("tunnel test in time");
 }
+
+/// A tunnel from a fresh local listener to `target`; returns the local entry address and
+/// the server's counters.
+async fn tunnel_to(target: std::net::SocketAddr) -> (std::net::SocketAddr, Arc<TunnelStats>) {
+    let cfg = config(Some(Psk::generate()), "sack");
+    let srv = Arc::new(server(cfg.clone()).await);
+    let srv_addr = srv.local_addr().unwrap();
+    let sstats = Arc::new(TunnelStats::default());
+    tokio::spawn(tunnel::serve(srv, target.to_string(), sstats.clone()));
+    let cli = Arc::new(client(cfg).await);
+    let listener = TcpListener::bind(any()).await.unwrap();
+    let entry = listener.local_addr().unwrap();
+    tokio::spawn(tunnel::client_tcp(
+        cli,
+        listener,
+        srv_addr,
+        Arc::new(TunnelStats::default()),
+    ));
+    (entry, sstats)
+}
+
+/// Reads until the end; the error kind if the connection was reset instead of closed.
+async fn read_end(s: &mut TcpStream) -> Result<Vec<u8>, std::io::ErrorKind> {
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).await.map_err(|e| e.kind())?;
+    Ok(got)
+}
+
+/// When the target refuses, or resets mid-stream, the local client's TCP connection is
+/// reset too — never closed with a clean EOF that looks like a normal end of stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusing_or_resetting_target_resets_the_local_connection() {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        // Refused: nothing listens at the target.
+        let closed = TcpListener::bind(any()).await.unwrap();
+        let nowhere = closed.local_addr().unwrap();
+        drop(closed);
+        let (entry, sstats) = tunnel_to(nowhere).await;
+        let mut s = TcpStream::connect(entry).await.unwrap();
+        // The reset may already be here: a failed write is part of the expected outcome.
+        let _ = s.write_all(b"hello?").await;
+        assert_eq!(
+            read_end(&mut s).await,
+            Err(std::io::ErrorKind::ConnectionReset)
+        );
+        assert_eq!(
+            sstats.failures.load(std::sync::atomic::Ordering::Relaxed),
+            1
+        );
+
+        // Reset: the target answers a little, then aborts its connection.
+        let target = TcpListener::bind(any()).await.unwrap();
+        let taddr = target.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut t, _) = target.accept().await.unwrap();
+            let mut buf = [0u8; 5];
+            t.read_exact(&mut buf).await.unwrap();
+            t.write_all(b"partial answer").await.unwrap();
+            t.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            socket2::SockRef::from(&t)
+                .set_linger(Some(Duration::ZERO))
+                .unwrap();
+        });
+        let (entry, _) = tunnel_to(taddr).await;
+        let mut s = TcpStream::connect(entry).await.unwrap();
+        s.write_all(b"hello").await.unwrap();
+        // As with TCP itself, an abort may overtake bytes still in flight: only the
+        // ending is checked.
+        assert_eq!(
+            read_end(&mut s).await,
+            Err(std::io::ErrorKind::ConnectionReset)
+        );
+
+        // A clean close stays a clean close.
+        let target = TcpListener::bind(any()).await.unwrap();
+        let taddr = target.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut t, _) = target.accept().await.unwrap();
+            t.write_all(b"bye").await.unwrap();
+        });
+        let (entry, _) = tunnel_to(taddr).await;
+        let mut s = TcpStream::connect(entry).await.unwrap();
+        assert_eq!(read_end(&mut s).await, Ok(b"bye".to_vec()));
+    })
+    .await
+    .expect("in time");
+}
