@@ -280,8 +280,8 @@ struct SimArgs {
     /// Also write results.csv and flows.csv into this directory.
     #[arg(long, value_name = "DIR")]
     csv: Option<PathBuf>,
-    /// Write each run's congestion-window time series (sampled every 100 ms) as
-    /// DIR/cwnd-RUN.csv, and DIR/cwnd.svg when there are at most 6 runs.
+    /// Write each run's time series (sampled every 100 ms: cwnd, FEC group size, delivery
+    /// rate) as DIR/cwnd-RUN.csv, and DIR/cwnd.svg when there are at most 6 runs.
     #[arg(long, value_name = "DIR")]
     trace: Option<PathBuf>,
     /// No progress bar.

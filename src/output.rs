@@ -207,8 +207,8 @@ fn run_label(o: &Outcome, index: usize, swept: &[String]) -> String {
     }
 }
 
-/// Writes `cwnd-<run>.csv` (time, flow, cwnd) for every run, and a figure of flow 0 of
-/// each run when there are few enough runs to tell apart.
+/// Writes `cwnd-<run>.csv` (time, flow, cwnd, FEC group size, delivery rate) for every
+/// run, and a figure of flow 0 of each run when there are few enough runs to tell apart.
 pub fn write_traces(dir: &Path, outcomes: &[Outcome]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let swept: Vec<String> = crate::sweep::AXES
@@ -225,12 +225,15 @@ pub fn write_traces(dir: &Path, outcomes: &[Outcome]) -> Result<(), String> {
         .collect();
     let mut series = Vec::new();
     for (i, o) in outcomes.iter().enumerate() {
-        let mut s = String::from("time_s,flow,cwnd_segments,fec_group_size\n");
+        let mut s = String::from("time_s,flow,cwnd_segments,fec_group_size,delivery_rate_mbps\n");
         for (flow, pts) in o.result.cwnd_series.iter().enumerate() {
-            let groups = o.result.group_size_series.get(flow);
+            let at = |series: &Vec<Vec<(f64, f64)>>, k: usize| {
+                series.get(flow).and_then(|v| v.get(k)).map_or(0.0, |x| x.1)
+            };
             for (k, (t, w)) in pts.iter().enumerate() {
-                let g = groups.and_then(|v| v.get(k)).map_or(0.0, |x| x.1);
-                let _ = writeln!(s, "{t:.3},{flow},{w:.3},{g}");
+                let g = at(&o.result.group_size_series, k);
+                let r = at(&o.result.delivery_rate_series, k);
+                let _ = writeln!(s, "{t:.3},{flow},{w:.3},{g},{r:.3}");
             }
         }
         std::fs::write(dir.join(format!("cwnd-{i}.csv")), s).map_err(|e| e.to_string())?;

@@ -495,6 +495,11 @@ impl Connection {
         self.sender.fec_group_size()
     }
 
+    /// Latest delivery-rate sample in payload bytes per second (see [`crate::rate`]).
+    pub fn delivery_rate(&self) -> Option<f64> {
+        self.sender.delivery_rate()
+    }
+
     /// Segments believed in flight.
     pub fn pipe(&self) -> usize {
         self.sender.pipe()
@@ -527,6 +532,7 @@ impl Connection {
             srtt: s.rtt.srtt(),
             mean_rtt: s.rtt.mean(),
             rto: s.rtt.rto(),
+            delivery_rate: s.delivery_rate(),
         }
     }
 }

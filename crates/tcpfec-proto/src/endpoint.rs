@@ -184,6 +184,15 @@ impl Endpoint {
         }
     }
 
+    /// Latest delivery-rate sample in payload bytes per second (`None` for FECTCP, which
+    /// does not sample it, and before the first sample).
+    pub fn delivery_rate(&self) -> Option<f64> {
+        match self {
+            Endpoint::Stream(c) => c.delivery_rate(),
+            Endpoint::Blocks(_) => None,
+        }
+    }
+
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
         both!(self, c => c.stats())

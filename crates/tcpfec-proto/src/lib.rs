@@ -11,6 +11,7 @@ pub mod connection;
 pub mod endpoint;
 pub mod fec;
 pub mod fectcp;
+pub mod rate;
 mod receiver;
 pub mod rtt;
 mod scoreboard;

@@ -3,6 +3,8 @@
 //! Counters are kept incrementally so that `pipe` (RFC 6675 §4) and the search for the next
 //! segment to retransmit cost O(1) amortised per segment, not O(window) per ACK.
 
+use crate::rate::{DeliveryRate, TxState};
+use crate::time::Instant;
 use crate::wire::SackBlock;
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -16,6 +18,8 @@ pub(crate) struct SentSegment {
     lost: bool,
     /// Retransmitted since it was last marked lost (implies `lost`).
     retransmitted: bool,
+    /// Delivery-rate state of its latest transmission.
+    tx: TxState,
 }
 
 /// Outstanding segments `[una, una + len)` and their loss-recovery state.
@@ -36,6 +40,8 @@ pub(crate) struct Scoreboard {
     sacked_below_scan: usize,
     /// No segment below this index waits for a retransmission.
     rexmit_hint: usize,
+    /// Delivery-rate estimation: fed as segments leave and are first acknowledged.
+    pub rate: DeliveryRate,
 }
 
 impl Scoreboard {
@@ -73,9 +79,10 @@ impl Scoreboard {
         (i < self.segs.len()).then_some(i)
     }
 
-    /// Records a newly sent segment and returns its number.
-    pub fn push(&mut self, payload: Bytes, fin: bool) -> u64 {
+    /// Records a segment sent at `now` and returns its number.
+    pub fn push(&mut self, now: Instant, payload: Bytes, fin: bool) -> u64 {
         let seg = self.nxt();
+        let tx = self.rate.on_send(now, self.pipe() == 0);
         self.bytes_outstanding += payload.len();
         self.segs.push_back(SentSegment {
             payload,
@@ -83,17 +90,24 @@ impl Scoreboard {
             sacked: false,
             lost: false,
             retransmitted: false,
+            tx,
         });
         seg
     }
 
-    /// Cumulative ACK up to (not including) `ack`. Returns segments and payload bytes acked.
-    pub fn ack_to(&mut self, ack: u64) -> (u64, usize) {
+    /// Cumulative ACK up to (not including) `ack`, arriving at `now`. Returns segments and
+    /// payload bytes acked.
+    pub fn ack_to(&mut self, now: Instant, ack: u64) -> (u64, usize) {
         let k = ack.saturating_sub(self.una).min(self.segs.len() as u64) as usize;
         let mut bytes = 0;
         for i in 0..k {
             let s = self.segs.pop_front().expect("k <= len");
             bytes += s.payload.len();
+            if !s.sacked {
+                let seq = self.una + i as u64;
+                self.rate
+                    .on_delivered(now, &s.tx, seq, s.payload.len() as u64);
+            }
             if s.sacked {
                 self.sacked -= 1;
                 if i < self.scan {
@@ -118,20 +132,20 @@ impl Scoreboard {
         (k as u64, bytes)
     }
 
-    /// Applies SACK blocks; returns how many segments became SACKed.
-    pub fn apply_sack(&mut self, blocks: &[SackBlock]) -> usize {
+    /// Applies SACK blocks arriving at `now`; returns how many segments became SACKed.
+    pub fn apply_sack(&mut self, now: Instant, blocks: &[SackBlock]) -> usize {
         let mut newly = 0;
         for b in blocks {
             let (start, end) = (b.start.max(self.una), b.end.min(self.nxt()));
             if start >= end {
                 continue;
             }
-            newly += self.sack_run(start, end);
+            newly += self.sack_run(now, start, end);
         }
         newly
     }
 
-    fn sack_run(&mut self, start: u64, end: u64) -> usize {
+    fn sack_run(&mut self, now: Instant, start: u64, end: u64) -> usize {
         // Walk the known runs and mark only the parts of [start, end) not yet SACKed
         // (no allocation: this runs for every block of every ACK).
         let mut newly = 0;
@@ -145,7 +159,7 @@ impl Scoreboard {
                 break;
             }
             if rs > cursor {
-                newly += self.mark_sacked(cursor, rs);
+                newly += self.mark_sacked(now, cursor, rs);
             }
             cursor = cursor.max(re);
             if cursor >= end {
@@ -153,7 +167,7 @@ impl Scoreboard {
             }
         }
         if cursor < end {
-            newly += self.mark_sacked(cursor, end);
+            newly += self.mark_sacked(now, cursor, end);
         }
         if newly > 0 {
             self.insert_run(start, end);
@@ -162,7 +176,7 @@ impl Scoreboard {
     }
 
     /// Marks segments `[from, to)` SACKed, keeping the counters; returns how many changed.
-    fn mark_sacked(&mut self, from: u64, to: u64) -> usize {
+    fn mark_sacked(&mut self, now: Instant, from: u64, to: u64) -> usize {
         let mut newly = 0;
         for seg in from..to {
             let i = (seg - self.una) as usize;
@@ -179,6 +193,8 @@ impl Scoreboard {
             s.sacked = true;
             s.lost = false;
             s.retransmitted = false;
+            self.rate
+                .on_delivered(now, &s.tx, seg, s.payload.len() as u64);
             self.sacked += 1;
             if i < self.scan {
                 self.sacked_below_scan += 1;
@@ -273,10 +289,12 @@ impl Scoreboard {
         None
     }
 
-    /// Records that lost segment `seg` was retransmitted.
-    pub fn on_retransmitted(&mut self, seg: u64) {
+    /// Records that lost segment `seg` was retransmitted at `now`.
+    pub fn on_retransmitted(&mut self, now: Instant, seg: u64) {
+        let flight_empty = self.pipe() == 0;
         if let Some(i) = self.index(seg) {
             let s = &mut self.segs[i];
+            s.tx = self.rate.on_send(now, flight_empty);
             if s.lost && !s.retransmitted {
                 s.retransmitted = true;
                 self.retrans_out += 1;
@@ -314,7 +332,7 @@ mod tests {
     fn board(n: u64) -> Scoreboard {
         let mut sb = Scoreboard::default();
         for _ in 0..n {
-            sb.push(Bytes::from_static(b"0123456789"), false);
+            sb.push(Instant::ZERO, Bytes::from_static(b"0123456789"), false);
         }
         sb
     }
@@ -327,8 +345,12 @@ mod tests {
     fn sack_then_is_lost_marks_holes_with_three_sacked_above() {
         let mut sb = board(10);
         // Segment 0 and 4 lost; 1..4 and 5..8 SACKed.
-        assert_eq!(sb.apply_sack(&[blk(1, 4), blk(5, 8)]), 6);
-        assert_eq!(sb.apply_sack(&[blk(1, 4)]), 0, "repeated blocks count once");
+        assert_eq!(sb.apply_sack(Instant::ZERO, &[blk(1, 4), blk(5, 8)]), 6);
+        assert_eq!(
+            sb.apply_sack(Instant::ZERO, &[blk(1, 4)]),
+            0,
+            "repeated blocks count once"
+        );
         sb.mark_lost_by_sack(3);
         sb.check_counters();
         assert!(sb.una_is_lost());
@@ -336,16 +358,16 @@ mod tests {
         assert!(!sb.get(8).unwrap().lost, "only 0 SACKed above segment 8");
         assert_eq!(sb.pipe(), 10 - 6 - 2);
         assert_eq!(sb.next_retransmission(), Some(0));
-        sb.on_retransmitted(0);
+        sb.on_retransmitted(Instant::ZERO, 0);
         assert_eq!(sb.next_retransmission(), Some(4));
-        sb.on_retransmitted(4);
+        sb.on_retransmitted(Instant::ZERO, 4);
         assert_eq!(sb.next_retransmission(), None);
         assert_eq!(sb.pipe(), 4);
         sb.check_counters();
-        assert_eq!(sb.ack_to(4), (4, 40));
+        assert_eq!(sb.ack_to(Instant::ZERO, 4), (4, 40));
         sb.check_counters();
         assert_eq!(sb.pipe(), 3);
-        assert_eq!(sb.ack_to(10), (6, 60));
+        assert_eq!(sb.ack_to(Instant::ZERO, 10), (6, 60));
         sb.check_counters();
         assert_eq!((sb.outstanding(), sb.bytes_outstanding()), (0, 0));
     }
@@ -353,13 +375,13 @@ mod tests {
     #[test]
     fn rto_marks_everything_unsacked_lost() {
         let mut sb = board(6);
-        sb.apply_sack(&[blk(2, 3)]);
+        sb.apply_sack(Instant::ZERO, &[blk(2, 3)]);
         sb.mark_all_lost();
         sb.check_counters();
         assert_eq!(sb.pipe(), 0);
         let mut order = vec![];
         while let Some(s) = sb.next_retransmission() {
-            sb.on_retransmitted(s);
+            sb.on_retransmitted(Instant::ZERO, s);
             order.push(s);
         }
         assert_eq!(order, vec![0, 1, 3, 4, 5]);
@@ -369,8 +391,8 @@ mod tests {
     #[test]
     fn overlapping_blocks_merge() {
         let mut sb = board(20);
-        sb.apply_sack(&[blk(3, 6), blk(10, 12)]);
-        assert_eq!(sb.apply_sack(&[blk(4, 11)]), 4);
+        sb.apply_sack(Instant::ZERO, &[blk(3, 6), blk(10, 12)]);
+        assert_eq!(sb.apply_sack(Instant::ZERO, &[blk(4, 11)]), 4);
         assert_eq!(sb.sacked_runs, vec![(3, 12)]);
         sb.check_counters();
     }

@@ -87,6 +87,8 @@ pub(crate) struct Sender {
     peer_received: u64,
     /// The application's rate, if it has one (bits per second).
     target_rate_bps: Option<u64>,
+    /// The latest delivery-rate sample (`crate::rate`).
+    last_rate: Option<crate::rate::RateSample>,
     pub repairs_sent: u64,
     pub data_packets_sent: u64,
     pub retransmissions: u64,
@@ -147,6 +149,7 @@ impl Sender {
             peer_fec: FecFeedback::default(),
             peer_received: 0,
             target_rate_bps: cfg.target_rate_bps,
+            last_rate: None,
             repairs_sent: 0,
             data_packets_sent: 0,
             retransmissions: 0,
@@ -213,6 +216,11 @@ impl Sender {
     /// Packets in flight: RFC 6675 pipe plus repair packets not yet passed by an ACK.
     pub fn pipe(&self) -> usize {
         self.sb.pipe() + self.repairs_in_flight.len()
+    }
+
+    /// Latest delivery-rate sample, payload bytes per second.
+    pub fn delivery_rate(&self) -> Option<f64> {
+        self.last_rate.map(|r| r.rate)
     }
 
     /// Redundancy of the next FEC group, (K + k)/K (1 without FEC).
@@ -308,6 +316,12 @@ impl Sender {
             return Some(Outgoing::Repair(r));
         }
         if !self.has_new_data() {
+            if window_open {
+                // Nothing to send with room in the window: rate samples until this
+                // flight is delivered show the application's rate, not the path's.
+                let in_flight = (self.pipe() * self.mss) as u64;
+                self.sb.rate.on_app_limited(in_flight);
+            }
             // Out of data: if none comes for half a round trip, the open groups are closed
             // so the tail of a transfer, or a pause in a stream, is protected too. Closing
             // at once would cut a paced stream into one-packet groups.
@@ -337,7 +351,7 @@ impl Sender {
         if let Some(c) = self.control.as_mut() {
             c.on_send(now, rtt);
         }
-        let seg = self.sb.push(payload.clone(), fin);
+        let seg = self.sb.push(now, payload.clone(), fin);
         if fin {
             self.fin_sent = true;
         }
@@ -412,7 +426,7 @@ impl Sender {
     }
 
     fn retransmit(&mut self, now: Instant, seg: u64) -> OutSegment {
-        self.sb.on_retransmitted(seg);
+        self.sb.on_retransmitted(now, seg);
         let s = self.sb.get(seg).expect("retransmission is outstanding");
         let out = OutSegment {
             seg,
@@ -446,7 +460,7 @@ impl Sender {
         }
         self.peer_window = a.window;
         if self.sack {
-            self.sb.apply_sack(a.sack);
+            self.sb.apply_sack(now, a.sack);
             self.sb.mark_lost_by_sack(self.dupthresh as usize);
         }
         let una = self.sb.una();
@@ -461,6 +475,9 @@ impl Sender {
         if a.ece {
             self.on_ece(now);
         }
+        if let Some(rs) = self.sb.rate.take_sample(now, self.rtt.min_rtt()) {
+            self.last_rate = Some(rs);
+        }
     }
 
     fn on_new_ack(&mut self, now: Instant, a: &AckInfo<'_>) {
@@ -471,7 +488,7 @@ impl Sender {
                 self.rtt.on_sample(Duration::from_micros(rtt_us as u64));
             }
         }
-        let (acked, bytes) = self.sb.ack_to(a.ack);
+        let (acked, bytes) = self.sb.ack_to(now, a.ack);
         // Interleaved groups finish out of order, so look at every entry, not the front.
         self.repairs_in_flight.retain(|&last| last >= a.ack);
         self.bytes_acked += bytes as u64;

@@ -48,4 +48,6 @@ pub struct Stats {
     pub mean_rtt: Option<Duration>,
     /// Current RTO.
     pub rto: Duration,
+    /// Latest delivery-rate sample, payload bytes per second (`None` before the first).
+    pub delivery_rate: Option<f64>,
 }

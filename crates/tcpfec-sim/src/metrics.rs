@@ -105,6 +105,10 @@ pub struct RunResult {
     /// Time series of each flow's FEC redundancy (K + k)/K.
     #[serde(skip)]
     pub redundancy_series: Vec<Vec<(f64, f64)>>,
+    /// Time series of each flow's latest delivery-rate sample, Mb/s of payload (0 before
+    /// the first sample).
+    #[serde(skip)]
+    pub delivery_rate_series: Vec<Vec<(f64, f64)>>,
 }
 
 /// Mean and sample standard deviation (n − 1); NaN for no values, sd 0 for one.

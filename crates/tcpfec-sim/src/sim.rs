@@ -90,6 +90,8 @@ struct FlowState {
     delivered: Vec<(f64, f64)>,
     /// (seconds, FEC redundancy (K + k)/K), sampled with the cwnd.
     redundancy: Vec<(f64, f64)>,
+    /// (seconds, latest delivery-rate sample in Mb/s), sampled with the cwnd.
+    delivery_rate: Vec<(f64, f64)>,
     /// Delivery gaps inside the measurement window: count, sum and sum of squares (ns).
     gaps: (u64, f64, f64),
     last_delivery_ns: Option<u64>,
@@ -271,6 +273,8 @@ impl<'a> Simulator<'a> {
             self.flows[f].delivered.push((t, read));
             let red = self.endpoints[2 * f].conn.fec_redundancy();
             self.flows[f].redundancy.push((t, red));
+            let rate = self.endpoints[2 * f].conn.delivery_rate().unwrap_or(0.0);
+            self.flows[f].delivery_rate.push((t, rate * 8e-6));
         }
         let iv = self.sc.cwnd_sample.expect("sampling enabled").as_nanos() as u64;
         if self.now + iv <= self.end {
@@ -506,6 +510,8 @@ impl<'a> Simulator<'a> {
             out.delivered_series.push(std::mem::take(&mut fs.delivered));
             out.redundancy_series
                 .push(std::mem::take(&mut fs.redundancy));
+            out.delivery_rate_series
+                .push(std::mem::take(&mut fs.delivery_rate));
             out.cwnd_series.push(std::mem::take(&mut fs.cwnd));
             out.group_size_series
                 .push(std::mem::take(&mut fs.group_size));
