@@ -82,6 +82,18 @@ pub const BASELINE_SCHEMES: &[(&str, &str, Recovery, CcKind)] = &[
         Recovery::Sack,
         CcKind::Cubic,
     ),
+    (
+        "bbr",
+        "BBR v3 (draft-ietf-ccwg-bbr-02), paced, with SACK recovery (docs/bbr.md)",
+        Recovery::Sack,
+        CcKind::Bbr,
+    ),
+    (
+        "bbr1",
+        "BBR v1 (as ns-3 TcpBbr and Linux tcp_bbr), paced, with SACK recovery",
+        Recovery::Sack,
+        CcKind::Bbr1,
+    ),
 ];
 
 impl Scheme {
@@ -168,6 +180,9 @@ pub struct Config {
     /// The rate the application needs, bits per second, if it has one: schemes with a
     /// target rate (TCP-AFEC's W_app, TCP-TFEC's receive window) read it.
     pub target_rate_bps: Option<u64>,
+    /// Seeds the controller's randomness (BBR's probe timing); the simulator derives it
+    /// from the run's seed and the flow, so runs repeat bit for bit.
+    pub cc_seed: u64,
 }
 
 impl Default for Config {
@@ -187,6 +202,7 @@ impl Default for Config {
             max_sack_blocks: 3,
             syn_retries: 6,
             scheme: Scheme::parse("sack").expect("built-in scheme"),
+            cc_seed: 0,
             target_rate_bps: None,
         }
     }

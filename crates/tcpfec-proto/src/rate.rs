@@ -27,6 +27,12 @@ pub struct TxState {
     pub sent_time: Instant,
     /// The application was not keeping the window full when it was sent.
     pub app_limited: bool,
+    /// Bytes in flight when it was sent (itself excluded).
+    pub in_flight: u64,
+    /// Bytes declared lost (connection-wide) when it was sent.
+    pub lost: u64,
+    /// A retransmission: its ACK may be for an earlier transmission, so it gives no RTT.
+    pub retransmission: bool,
 }
 
 /// One delivery-rate sample, produced per ACK that delivered something.
@@ -43,10 +49,15 @@ pub struct RateSample {
     /// Bytes delivered (connection-wide) when the newest packet was sent; BBR counts
     /// round trips with it.
     pub prior_delivered: u64,
-    /// Round-trip time of the newest packet acknowledged by this ACK.
-    pub rtt: Duration,
+    /// Round-trip time of the newest packet acknowledged by this ACK (`None` if it was a
+    /// retransmission: Karn's rule).
+    pub rtt: Option<Duration>,
     /// Bytes this ACK newly acknowledged.
     pub newly_acked: u64,
+    /// Bytes in flight when the newest packet was sent (BBR's `tx_in_flight`).
+    pub tx_in_flight: u64,
+    /// Bytes declared lost between the newest packet's send and now.
+    pub lost: u64,
 }
 
 /// The newest delivered packet seen while processing one ACK.
@@ -66,6 +77,9 @@ pub struct DeliveryRate {
     app_limited_until: u64,
     newest: Option<Newest>,
     newly_acked: u64,
+    lost: u64,
+    /// Send time of the most recently sent packet delivered so far (RACK's clock).
+    newest_delivered_sent: Option<Instant>,
 }
 
 impl DeliveryRate {
@@ -84,10 +98,25 @@ impl DeliveryRate {
         self.app_limited_until != 0
     }
 
-    /// A packet (new or retransmitted) leaves at `now`; `flight_empty` says nothing else
-    /// is in flight. Returns what to keep with the packet.
-    pub fn on_send(&mut self, now: Instant, flight_empty: bool) -> TxState {
-        if flight_empty {
+    /// Send time of the most recently sent packet delivered so far.
+    pub fn newest_delivered_send_time(&self) -> Option<Instant> {
+        self.newest_delivered_sent
+    }
+
+    /// Bytes declared lost so far.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// `bytes` of payload were declared lost (each loss counted once per transmission).
+    pub fn on_lost(&mut self, bytes: u64) {
+        self.lost += bytes;
+    }
+
+    /// A packet leaves at `now` with `in_flight` bytes already in flight (`retransmission`:
+    /// it was sent before). Returns what to keep with the packet.
+    pub fn on_send(&mut self, now: Instant, in_flight: u64, retransmission: bool) -> TxState {
+        if in_flight == 0 {
             // A new flight after an idle period: its samples start now, not at the last ACK.
             self.first_sent_time = now;
             self.delivered_time = now;
@@ -98,6 +127,9 @@ impl DeliveryRate {
             first_sent_time: self.first_sent_time,
             sent_time: now,
             app_limited: self.app_limited_until != 0,
+            in_flight,
+            lost: self.lost,
+            retransmission,
         }
     }
 
@@ -113,6 +145,9 @@ impl DeliveryRate {
         self.delivered += bytes;
         self.delivered_time = now;
         self.newly_acked += bytes;
+        if self.newest_delivered_sent.is_none_or(|t| tx.sent_time > t) {
+            self.newest_delivered_sent = Some(tx.sent_time);
+        }
         let newer = self
             .newest
             .is_none_or(|n| (tx.sent_time, seq) > (n.tx.sent_time, n.seq));
@@ -145,8 +180,10 @@ impl DeliveryRate {
             rate: delivered as f64 / interval.as_secs_f64(),
             app_limited: n.tx.app_limited,
             prior_delivered: n.tx.delivered,
-            rtt: now.saturating_since(n.tx.sent_time),
+            rtt: (!n.tx.retransmission).then(|| now.saturating_since(n.tx.sent_time)),
             newly_acked,
+            tx_in_flight: n.tx.in_flight,
+            lost: self.lost - n.tx.lost,
         })
     }
 }
@@ -165,7 +202,7 @@ mod tests {
     #[test]
     fn steady_flight_measures_the_bottleneck_rate() {
         let mut r = DeliveryRate::new();
-        let txs: Vec<TxState> = (0..10).map(|i| r.on_send(ms(0), i == 0)).collect();
+        let txs: Vec<TxState> = (0..10).map(|i| r.on_send(ms(0), i * 1000, false)).collect();
         // The first ACK at 100 ms: delivered 1000 bytes since t = 0 (delivered_time of
         // the flight's start): 1000 B / 100 ms.
         r.on_delivered(ms(100), &txs[0], 0, 1000);
@@ -173,7 +210,7 @@ mod tests {
         assert_eq!(s.delivered, 1000);
         assert_eq!(s.interval, Duration::from_millis(100));
         assert!((s.rate - 10_000.0).abs() < 1e-6);
-        assert_eq!(s.rtt, Duration::from_millis(100));
+        assert_eq!(s.rtt, Some(Duration::from_millis(100)));
         // Packet 1's sample still reaches back to t = 0: 2000 B over 110 ms.
         r.on_delivered(ms(110), &txs[1], 1, 1000);
         let s = r.take_sample(ms(110), None).unwrap();
@@ -182,7 +219,7 @@ mod tests {
             (2000, Duration::from_millis(110))
         );
         // A packet sent one ACK later measures exactly one bottleneck slot per packet.
-        let t = r.on_send(ms(110), false);
+        let t = r.on_send(ms(110), 8000, false);
         for (i, tx) in txs.iter().enumerate().skip(2) {
             r.on_delivered(ms(100 + 10 * i as u64), tx, i as u64, 1000);
             r.take_sample(ms(100 + 10 * i as u64), None);
@@ -198,6 +235,34 @@ mod tests {
         assert_eq!(s.interval, Duration::from_millis(110));
         assert!((s.rate - 9000.0 / 0.110).abs() < 1e-6);
         assert_eq!(s.prior_delivered, 2000);
+        assert_eq!(s.tx_in_flight, 8000);
+    }
+
+    /// A retransmission's ACK gives a rate but no RTT: it may acknowledge the original.
+    #[test]
+    fn a_retransmission_gives_no_rtt() {
+        let mut r = DeliveryRate::new();
+        let _first = r.on_send(ms(0), 0, false);
+        let again = r.on_send(ms(300), 0, true);
+        r.on_delivered(ms(301), &again, 0, 1000);
+        let s = r.take_sample(ms(301), None).unwrap();
+        assert_eq!(s.rtt, None);
+        assert_eq!(s.delivered, 1000);
+    }
+
+    /// Losses count against the samples of packets sent before them.
+    #[test]
+    fn losses_after_a_send_are_charged_to_its_sample() {
+        let mut r = DeliveryRate::new();
+        let a = r.on_send(ms(0), 0, false);
+        r.on_lost(3000);
+        let b = r.on_send(ms(1), 1000, false);
+        r.on_lost(500);
+        r.on_delivered(ms(100), &a, 0, 1000);
+        assert_eq!(r.take_sample(ms(100), None).unwrap().lost, 3500);
+        r.on_delivered(ms(101), &b, 1, 1000);
+        assert_eq!(r.take_sample(ms(101), None).unwrap().lost, 500);
+        assert_eq!(r.lost(), 3500);
     }
 
     /// An ACK that arrives compressed (many packets acknowledged at once after a pause)
@@ -206,7 +271,9 @@ mod tests {
     fn ack_compression_is_bounded_by_the_send_phase() {
         let mut r = DeliveryRate::new();
         // Ten packets paced 10 ms apart (t = 0..90 ms).
-        let txs: Vec<TxState> = (0..10).map(|i| r.on_send(ms(10 * i), i == 0)).collect();
+        let txs: Vec<TxState> = (0..10)
+            .map(|i| r.on_send(ms(10 * i), i * 1000, false))
+            .collect();
         // All acknowledged by one ACK at 200 ms.
         for (i, tx) in txs.iter().enumerate() {
             r.on_delivered(ms(200), tx, i as u64, 1000);
@@ -219,7 +286,9 @@ mod tests {
         // Next flight: sent as a burst at 200 ms, acknowledged in one ACK 1 ms later
         // (compressed). ack_elapsed = 1 ms but send_elapsed for the newest = 0: the
         // sample is shorter than min_rtt and dropped rather than reported as 10 MB/s.
-        let burst: Vec<TxState> = (0..10).map(|i| r.on_send(ms(200), i == 0)).collect();
+        let burst: Vec<TxState> = (0..10)
+            .map(|i| r.on_send(ms(200), i * 1000, false))
+            .collect();
         for (i, tx) in burst.iter().enumerate() {
             r.on_delivered(ms(201), tx, 10 + i as u64, 1000);
         }
@@ -234,11 +303,11 @@ mod tests {
     #[test]
     fn app_limited_marks_samples_until_the_flight_is_delivered() {
         let mut r = DeliveryRate::new();
-        let a = r.on_send(ms(0), true);
-        let b = r.on_send(ms(0), false);
+        let a = r.on_send(ms(0), 0, false);
+        let b = r.on_send(ms(0), 1000, false);
         r.on_app_limited(2000);
         assert!(r.is_app_limited());
-        let c = r.on_send(ms(5), false);
+        let c = r.on_send(ms(5), 2000, false);
         assert!(!a.app_limited && !b.app_limited && c.app_limited);
         r.on_delivered(ms(100), &a, 0, 1000);
         let s = r.take_sample(ms(100), None).unwrap();
@@ -258,14 +327,15 @@ mod tests {
     #[test]
     fn newest_packet_decides_the_sample() {
         let mut r = DeliveryRate::new();
-        let a = r.on_send(ms(0), true);
-        let b = r.on_send(ms(10), false);
+        let a = r.on_send(ms(0), 0, false);
+        let b = r.on_send(ms(10), 1000, false);
         r.on_delivered(ms(120), &b, 1, 1000);
         r.on_delivered(ms(120), &a, 0, 1000);
         let s = r.take_sample(ms(120), None).unwrap();
-        assert_eq!(s.rtt, Duration::from_millis(110));
+        assert_eq!(s.rtt, Some(Duration::from_millis(110)));
         assert_eq!(s.prior_delivered, 0);
         assert_eq!(s.delivered, 2000);
+        assert_eq!((s.tx_in_flight, s.lost), (1000, 0));
         // send phase 10 ms (b sent 10 ms after the flight began), ACK phase 120 ms.
         assert_eq!(s.interval, Duration::from_millis(120));
         assert_eq!(r.take_sample(ms(121), None), None, "nothing new delivered");

@@ -79,10 +79,11 @@ impl Scoreboard {
         (i < self.segs.len()).then_some(i)
     }
 
-    /// Records a segment sent at `now` and returns its number.
-    pub fn push(&mut self, now: Instant, payload: Bytes, fin: bool) -> u64 {
+    /// Records a segment sent at `now` with `in_flight` bytes already in flight, and
+    /// returns its number.
+    pub fn push(&mut self, now: Instant, payload: Bytes, fin: bool, in_flight: u64) -> u64 {
         let seg = self.nxt();
-        let tx = self.rate.on_send(now, self.pipe() == 0);
+        let tx = self.rate.on_send(now, in_flight, false);
         self.bytes_outstanding += payload.len();
         self.segs.push_back(SentSegment {
             payload,
@@ -244,6 +245,7 @@ impl Scoreboard {
         debug_assert!(!s.sacked && !s.lost);
         s.lost = true;
         s.retransmitted = false;
+        self.rate.on_lost(s.payload.len() as u64);
         self.lost += 1;
         self.rexmit_hint = self.rexmit_hint.min(i);
     }
@@ -262,6 +264,11 @@ impl Scoreboard {
     /// RTO, or Tahoe's fast retransmit): they all go out again as the window allows.
     pub fn mark_all_lost(&mut self) {
         for s in self.segs.iter_mut() {
+            if !s.sacked && (!s.lost || s.retransmitted) {
+                // Counted once per transmission: a segment already lost and not sent
+                // again has not been lost again.
+                self.rate.on_lost(s.payload.len() as u64);
+            }
             if !s.sacked {
                 s.lost = true;
                 s.retransmitted = false;
@@ -289,12 +296,37 @@ impl Scoreboard {
         None
     }
 
-    /// Records that lost segment `seg` was retransmitted at `now`.
-    pub fn on_retransmitted(&mut self, now: Instant, seg: u64) {
-        let flight_empty = self.pipe() == 0;
+    /// When segment `seg` was last transmitted, if it is outstanding and its
+    /// retransmission is still believed in flight.
+    pub fn retransmission_in_flight(&self, seg: u64) -> Option<Instant> {
+        let s = self.get(seg)?;
+        (s.lost && s.retransmitted && !s.sacked).then_some(s.tx.sent_time)
+    }
+
+    /// The retransmission of `seg` is lost too: it waits to be sent again.
+    pub fn mark_retransmission_lost(&mut self, seg: u64) {
         if let Some(i) = self.index(seg) {
             let s = &mut self.segs[i];
-            s.tx = self.rate.on_send(now, flight_empty);
+            if s.lost && s.retransmitted && !s.sacked {
+                s.retransmitted = false;
+                self.retrans_out -= 1;
+                self.rate.on_lost(s.payload.len() as u64);
+                self.rexmit_hint = self.rexmit_hint.min(i);
+            }
+        }
+    }
+
+    /// Send time of the most recently sent segment delivered so far.
+    pub fn newest_delivered_send_time(&self) -> Option<Instant> {
+        self.rate.newest_delivered_send_time()
+    }
+
+    /// Records that lost segment `seg` was retransmitted at `now` with `in_flight` bytes
+    /// already in flight.
+    pub fn on_retransmitted(&mut self, now: Instant, seg: u64, in_flight: u64) {
+        if let Some(i) = self.index(seg) {
+            let s = &mut self.segs[i];
+            s.tx = self.rate.on_send(now, in_flight, true);
             if s.lost && !s.retransmitted {
                 s.retransmitted = true;
                 self.retrans_out += 1;
@@ -332,7 +364,7 @@ mod tests {
     fn board(n: u64) -> Scoreboard {
         let mut sb = Scoreboard::default();
         for _ in 0..n {
-            sb.push(Instant::ZERO, Bytes::from_static(b"0123456789"), false);
+            sb.push(Instant::ZERO, Bytes::from_static(b"0123456789"), false, 0);
         }
         sb
     }
@@ -358,9 +390,9 @@ mod tests {
         assert!(!sb.get(8).unwrap().lost, "only 0 SACKed above segment 8");
         assert_eq!(sb.pipe(), 10 - 6 - 2);
         assert_eq!(sb.next_retransmission(), Some(0));
-        sb.on_retransmitted(Instant::ZERO, 0);
+        sb.on_retransmitted(Instant::ZERO, 0, 0);
         assert_eq!(sb.next_retransmission(), Some(4));
-        sb.on_retransmitted(Instant::ZERO, 4);
+        sb.on_retransmitted(Instant::ZERO, 4, 0);
         assert_eq!(sb.next_retransmission(), None);
         assert_eq!(sb.pipe(), 4);
         sb.check_counters();
@@ -381,7 +413,7 @@ mod tests {
         assert_eq!(sb.pipe(), 0);
         let mut order = vec![];
         while let Some(s) = sb.next_retransmission() {
-            sb.on_retransmitted(Instant::ZERO, s);
+            sb.on_retransmitted(Instant::ZERO, s, 0);
             order.push(s);
         }
         assert_eq!(order, vec![0, 1, 3, 4, 5]);

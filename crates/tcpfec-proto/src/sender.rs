@@ -1,7 +1,7 @@
 //! The sending half: segmentation, the retransmission timer, and loss recovery
 //! (Tahoe, Reno, NewReno, SACK) on top of a window-growth rule.
 
-use crate::cc::CongestionControl;
+use crate::cc::{AckEvent, CongestionControl};
 use crate::config::{Config, Recovery};
 use crate::fec::{Controller, Encoder, FecConfig, FeedbackDelta, RepairOut, SenderTotals};
 use crate::rtt::RttEstimator;
@@ -89,6 +89,16 @@ pub(crate) struct Sender {
     target_rate_bps: Option<u64>,
     /// The latest delivery-rate sample (`crate::rate`).
     last_rate: Option<crate::rate::RateSample>,
+    /// Paced controllers: the earliest time the next packet may leave.
+    next_send: Instant,
+    /// A packet was held back by pacing: wake at `next_send`.
+    pacing_wait: bool,
+    /// The window (not the application) stopped the last send attempt.
+    cwnd_limited: bool,
+    /// The RTT measured from the current ACK's timestamp echo.
+    rtt_this_ack: Option<Duration>,
+    /// Model-based controllers: retransmissions in send order, to find the lost ones.
+    retransmitted_order: VecDeque<u64>,
     pub repairs_sent: u64,
     pub data_packets_sent: u64,
     pub retransmissions: u64,
@@ -98,6 +108,23 @@ pub(crate) struct Sender {
     pub timeouts: u64,
     pub ecn_reductions: u64,
     pub dup_acks_received: u64,
+}
+
+/// The floor of the RTO's variance term, G in RFC 6298's SRTT + max(G, 4·RTTVAR). A paced
+/// controller (BBR) runs with Linux's effective rule, a 200 ms floor on that term, as
+/// Linux BBR does: on a path as steady as a simulated one RTTVAR decays to nothing, and an
+/// RTO of SRTT + 1 ms would fire before a lost retransmission can be detected and sent
+/// again. Window-only schemes keep the configured granularity (ns-2's behaviour).
+fn rto_variance_floor(cfg: &Config) -> Duration {
+    const LINUX_VARIANCE_FLOOR: Duration = Duration::from_millis(200);
+    if matches!(
+        cfg.scheme.cc,
+        crate::cc::CcKind::Bbr | crate::cc::CcKind::Bbr1
+    ) {
+        cfg.clock_granularity.max(LINUX_VARIANCE_FLOOR)
+    } else {
+        cfg.clock_granularity
+    }
 }
 
 impl Sender {
@@ -119,12 +146,15 @@ impl Sender {
             fin_sent: false,
             mss: cfg.mss.max(1) as usize,
             send_buffer: cfg.send_buffer,
-            cc: cfg.scheme.cc.build(cfg.initial_window),
+            cc: cfg
+                .scheme
+                .cc
+                .build(cfg.initial_window, cfg.mss, cfg.cc_seed),
             rtt: RttEstimator::new(
                 cfg.initial_rto,
                 cfg.min_rto,
                 cfg.max_rto,
-                cfg.clock_granularity,
+                rto_variance_floor(cfg),
             ),
             recovery: cfg.scheme.recovery,
             sack: false,
@@ -150,6 +180,11 @@ impl Sender {
             peer_received: 0,
             target_rate_bps: cfg.target_rate_bps,
             last_rate: None,
+            next_send: Instant::ZERO,
+            pacing_wait: false,
+            cwnd_limited: false,
+            rtt_this_ack: None,
+            retransmitted_order: VecDeque::new(),
             repairs_sent: 0,
             data_packets_sent: 0,
             retransmissions: 0,
@@ -223,6 +258,11 @@ impl Sender {
         self.last_rate.map(|r| r.rate)
     }
 
+    /// Bytes believed in flight (pipe, in full segments).
+    fn in_flight_bytes(&self) -> u64 {
+        (self.pipe() * self.mss) as u64
+    }
+
     /// Redundancy of the next FEC group, (K + k)/K (1 without FEC).
     pub fn fec_redundancy(&self) -> f64 {
         self.fec.as_ref().map_or(1.0, |(e, _)| e.redundancy())
@@ -241,6 +281,7 @@ impl Sender {
             self.flush_deadline,
             self.idle_flush_deadline,
             self.control.as_ref().and_then(|c| c.deadline()),
+            self.pacing_wait.then_some(self.next_send),
         ]
         .into_iter()
         .flatten()
@@ -249,6 +290,9 @@ impl Sender {
 
     /// Handles whichever timers are due at `now`.
     pub fn on_timer(&mut self, now: Instant) {
+        if self.pacing_wait && self.next_send <= now {
+            self.pacing_wait = false; // the caller polls next
+        }
         if self.idle_flush_deadline.is_some_and(|d| d <= now) {
             self.idle_flush_deadline = None;
             if let Some((enc, _)) = self.fec.as_mut() {
@@ -291,8 +335,31 @@ impl Sender {
         self.force_probe || self.sb.bytes_outstanding() + len <= self.peer_window as usize
     }
 
-    /// The next packet to transmit, if the window and the data allow one.
+    /// The next packet to transmit, if the window, the data and (for a paced controller)
+    /// the pacing rate allow one.
     pub fn poll(&mut self, now: Instant) -> Option<Outgoing> {
+        let Some(rate) = self.cc.pacing_rate() else {
+            return self.poll_window(now);
+        };
+        if now < self.next_send {
+            self.pacing_wait = true;
+            return None;
+        }
+        let out = self.poll_window(now)?;
+        let len = match &out {
+            Outgoing::Segment(s) => s.payload.len(),
+            Outgoing::Repair(r) => r.payload.len(),
+        }
+        .max(1);
+        // One packet's time at the pacing rate; a sender that was idle starts from now,
+        // not from a stale slot (no burst to catch up).
+        let gap = Duration::from_secs_f64(len as f64 / rate.max(1.0));
+        self.next_send = self.next_send.max(now) + gap;
+        Some(out)
+    }
+
+    /// The next packet the window and the data allow.
+    fn poll_window(&mut self, now: Instant) -> Option<Outgoing> {
         let mut cwnd = self.cc.cwnd();
         // TCP-TFEC and TCP-AFEC with a target rate send no faster than the target needs.
         if let (Some(c), Some(r)) = (self.control.as_ref(), self.target_rate_bps) {
@@ -316,10 +383,11 @@ impl Sender {
             return Some(Outgoing::Repair(r));
         }
         if !self.has_new_data() {
+            self.cwnd_limited = false;
             if window_open {
                 // Nothing to send with room in the window: rate samples until this
                 // flight is delivered show the application's rate, not the path's.
-                let in_flight = (self.pipe() * self.mss) as u64;
+                let in_flight = self.in_flight_bytes();
                 self.sb.rate.on_app_limited(in_flight);
             }
             // Out of data: if none comes for half a round trip, the open groups are closed
@@ -333,6 +401,7 @@ impl Sender {
             return None;
         }
         if !(window_open || self.force_probe) {
+            self.cwnd_limited = true;
             self.arm_flush(now);
             return None;
         }
@@ -351,7 +420,8 @@ impl Sender {
         if let Some(c) = self.control.as_mut() {
             c.on_send(now, rtt);
         }
-        let seg = self.sb.push(now, payload.clone(), fin);
+        let in_flight = self.in_flight_bytes();
+        let seg = self.sb.push(now, payload.clone(), fin, in_flight);
         if fin {
             self.fin_sent = true;
         }
@@ -426,7 +496,11 @@ impl Sender {
     }
 
     fn retransmit(&mut self, now: Instant, seg: u64) -> OutSegment {
-        self.sb.on_retransmitted(now, seg);
+        let in_flight = self.in_flight_bytes();
+        self.sb.on_retransmitted(now, seg, in_flight);
+        if self.cc.models_path() {
+            self.retransmitted_order.push_back(seg);
+        }
         let s = self.sb.get(seg).expect("retransmission is outstanding");
         let out = OutSegment {
             seg,
@@ -459,6 +533,7 @@ impl Sender {
             self.on_fec_feedback(now, fb);
         }
         self.peer_window = a.window;
+        let lost_before = self.sb.rate.lost();
         if self.sack {
             self.sb.apply_sack(now, a.sack);
             self.sb.mark_lost_by_sack(self.dupthresh as usize);
@@ -475,9 +550,23 @@ impl Sender {
         if a.ece {
             self.on_ece(now);
         }
-        if let Some(rs) = self.sb.rate.take_sample(now, self.rtt.min_rtt()) {
-            self.last_rate = Some(rs);
+        if self.cc.models_path() {
+            self.detect_lost_retransmissions(now);
         }
+        let sample = self.sb.rate.take_sample(now, self.rtt.min_rtt());
+        if sample.is_some() {
+            self.last_rate = sample;
+        }
+        let ev = AckEvent {
+            sample,
+            delivered: self.sb.rate.delivered(),
+            newly_acked: sample.map_or(0, |s| s.newly_acked),
+            newly_lost: self.sb.rate.lost() - lost_before,
+            inflight: self.in_flight_bytes(),
+            rtt: self.rtt_this_ack.take(),
+            cwnd_limited: self.cwnd_limited,
+        };
+        self.cc.on_ack_event(now, &ev);
     }
 
     fn on_new_ack(&mut self, now: Instant, a: &AckInfo<'_>) {
@@ -485,7 +574,9 @@ impl Sender {
             let rtt_us = now.timestamp_micros().wrapping_sub(a.ts_ecr);
             // A wrapped or absurd echo (> 10 min) is not a sample.
             if rtt_us < 600_000_000 {
-                self.rtt.on_sample(Duration::from_micros(rtt_us as u64));
+                let rtt = Duration::from_micros(rtt_us as u64);
+                self.rtt.on_sample(rtt);
+                self.rtt_this_ack = Some(rtt);
             }
         }
         let (acked, bytes) = self.sb.ack_to(now, a.ack);
@@ -497,11 +588,7 @@ impl Sender {
         if self.in_recovery {
             if self.recover.is_some_and(|r| a.ack > r) {
                 self.in_recovery = false;
-                // RFC 6582 §3.2 step 3, option (1): min(ssthresh, max(FlightSize, 1) + 1),
-                // so that the deflated window does not release a line-rate burst.
-                let flight = self.sb.outstanding().max(1) as f64;
-                let w = self.cc.ssthresh().min(flight + 1.0);
-                self.cc.set_cwnd(w);
+                self.cc.on_recovery_end(self.sb.outstanding());
             } else {
                 match self.recovery {
                     Recovery::NewReno => {
@@ -588,6 +675,9 @@ impl Sender {
     }
 
     fn on_ece(&mut self, now: Instant) {
+        if self.cc.models_path() {
+            return; // BBR's ECN response is not modelled (docs/bbr.md)
+        }
         let factor = self.fec.as_ref().and_then(|(_, f)| f.ecn_factor);
         self.reduce_once_per_window(now, factor);
     }
@@ -660,6 +750,33 @@ impl Sender {
         Some(r as f64 * rtt.as_secs_f64() / (8.0 * self.mss as f64))
     }
 
+    /// A retransmission is lost when a segment sent after it has been delivered (the
+    /// time-based rule of RACK, RFC 8985, for retransmissions). Without it, a lost retransmission waits for the RTO, and a paced
+    /// controller with a large window on a lossy path would meet one every few rounds.
+    fn detect_lost_retransmissions(&mut self, now: Instant) {
+        let Some(newest) = self.sb.newest_delivered_send_time() else {
+            return;
+        };
+        while let Some(&seg) = self.retransmitted_order.front() {
+            match self.sb.retransmission_in_flight(seg) {
+                None => {
+                    self.retransmitted_order.pop_front(); // delivered or acknowledged
+                }
+                // No reordering window: the engine does not detect reordering (no
+                // DSACK), and RFC 8985 uses none until reordering has been seen.
+                Some(sent) if sent < newest => {
+                    self.retransmitted_order.pop_front();
+                    self.sb.mark_retransmission_lost(seg);
+                    self.force_retransmit = true;
+                    // The timer armed for the lost retransmission would fire about when
+                    // the new one leaves: give the new one a full RTO.
+                    self.arm_rto(now);
+                }
+                Some(_) => break,
+            }
+        }
+    }
+
     /// Multiplies cwnd by `factor` (or halves the flight, RFC 5681, when `None`), at most
     /// once per window of data and not during loss recovery (RFC 3168 §6.1.2).
     fn reduce_once_per_window(&mut self, now: Instant, factor: Option<f64>) {
@@ -698,6 +815,7 @@ impl Sender {
         self.cc.on_timeout(now, flight);
         self.rtt.back_off();
         self.sb.mark_all_lost();
+        self.retransmitted_order.clear();
         self.repairs_in_flight.clear();
         self.in_recovery = false;
         self.dupacks = 0;

@@ -142,7 +142,7 @@ proptest! {
         dup in 0.0f64..0.2,
         seed in any::<u64>(),
         scheme in prop::sample::select(vec![
-            "tahoe", "reno", "newreno", "sack", "cubic",
+            "tahoe", "reno", "newreno", "sack", "cubic", "bbr", "bbr1",
             "fec-fmax-10", "fec-cwnd", "fec-dup-static-4", "fec-il-g3-l10-r0.7", "fec-il-g2-l0-r1",
             "anker-8-1", "anker-16-2", "anker-4-3-tahoe", "tcp-ir", "tcp-ir-4", "dfec",
             "afec", "afec-raw100", "tfec",

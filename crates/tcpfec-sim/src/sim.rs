@@ -124,7 +124,9 @@ impl<'a> Simulator<'a> {
         for (i, &(s, d)) in net.flow_hosts.iter().enumerate() {
             let flow = i as u32;
             let background = flow >= sc.flows;
-            let cfg = if background { &bg_cfg } else { &cfg };
+            let mut cfg = if background { &bg_cfg } else { &cfg }.clone();
+            // Each flow's controller draws its own random numbers, repeatably.
+            cfg.cc_seed = sc.seed ^ (u64::from(flow) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             endpoints.push(Endpoint {
                 conn: Engine::client(cfg.clone()),
                 node: s,

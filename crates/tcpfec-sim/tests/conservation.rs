@@ -35,12 +35,14 @@ fn assert_exact(sc: &Scenario, what: &str) {
     );
 }
 
-const SCHEMES: [&str; 17] = [
+const SCHEMES: [&str; 19] = [
     "tahoe",
     "reno",
     "newreno",
     "sack",
     "cubic",
+    "bbr",
+    "bbr1",
     "fec-fmax-10",
     "fec-dup-cwnd",
     "fec-static-3",

@@ -4,11 +4,18 @@
 //! these types only decide how the window grows on ACKs and shrinks on congestion signals.
 //! Windows are in segments, as in ns-2, because the transport is segment-numbered.
 
+mod bbr;
+mod bbr1;
 mod cubic;
+mod filter;
 mod reno;
 
+pub use bbr::{Bbr, BbrState};
+pub use bbr1::{Bbr1, Bbr1State};
 pub use cubic::Cubic;
 pub use reno::Reno;
+
+use crate::rate::RateSample;
 
 use crate::time::Instant;
 use core::time::Duration;
@@ -30,6 +37,26 @@ impl Window {
             ssthresh: f64::MAX,
         }
     }
+}
+
+/// What one ACK told the sender, for controllers that model the path (BBR). Volumes are
+/// payload bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AckEvent {
+    /// The delivery-rate sample of this ACK, if it gave one.
+    pub sample: Option<RateSample>,
+    /// Bytes delivered over the whole connection.
+    pub delivered: u64,
+    /// Bytes this ACK newly acknowledged (cumulatively or by SACK).
+    pub newly_acked: u64,
+    /// Bytes this ACK made the sender declare lost.
+    pub newly_lost: u64,
+    /// Bytes in flight after the ACK.
+    pub inflight: u64,
+    /// The latest RTT measurement, if this ACK carried one.
+    pub rtt: Option<Duration>,
+    /// The window, not the application, limited sending before this ACK.
+    pub cwnd_limited: bool,
 }
 
 /// Window growth and multiplicative decrease.
@@ -63,6 +90,24 @@ pub trait CongestionControl: Send + core::fmt::Debug {
         win.cwnd = w.max(1.0);
         win.ssthresh = w.max(2.0);
     }
+    /// Fast recovery ended with `flight` segments outstanding. Window rules deflate to
+    /// min(ssthresh, flight + 1) (RFC 6582 §3.2 step 3, option 1), so that the deflated
+    /// window does not release a line-rate burst.
+    fn on_recovery_end(&mut self, flight: usize) {
+        let w = self.ssthresh().min(flight.max(1) as f64 + 1.0);
+        self.set_cwnd(w);
+    }
+    /// True for controllers that model the path and pace (BBR, both versions): the sender then leaves
+    /// ECN-Echo to them and does not apply window arithmetic of its own.
+    fn models_path(&self) -> bool {
+        false
+    }
+    /// The rate to pace at, payload bytes per second; `None` sends as the window opens.
+    fn pacing_rate(&self) -> Option<f64> {
+        None
+    }
+    /// Everything one ACK told the sender, after it was processed.
+    fn on_ack_event(&mut self, _now: Instant, _ev: &AckEvent) {}
 }
 
 /// Which window-growth rule a scheme uses.
@@ -72,14 +117,22 @@ pub enum CcKind {
     Reno,
     /// CUBIC (RFC 9438), β = 0.7, C = 0.4.
     Cubic,
+    /// BBR version 3 (draft-ietf-ccwg-bbr-02): a paced, model-based controller.
+    Bbr,
+    /// BBR version 1 (draft-cardwell-iccrg-bbr-congestion-control-00, as ns-3's TcpBbr
+    /// and Linux's tcp_bbr): loss is not a signal at all.
+    Bbr1,
 }
 
 impl CcKind {
-    /// Builds the controller with `initial_window` segments.
-    pub fn build(self, initial_window: u32) -> Box<dyn CongestionControl> {
+    /// Builds the controller with `initial_window` segments of `mss` bytes; `seed` feeds
+    /// the controllers that randomise (BBR's probe timing).
+    pub fn build(self, initial_window: u32, mss: u16, seed: u64) -> Box<dyn CongestionControl> {
         match self {
             CcKind::Reno => Box::new(Reno::new(initial_window)),
             CcKind::Cubic => Box::new(Cubic::new(initial_window)),
+            CcKind::Bbr => Box::new(Bbr::new(initial_window, mss, seed)),
+            CcKind::Bbr1 => Box::new(Bbr1::new(initial_window, mss, seed)),
         }
     }
 }
