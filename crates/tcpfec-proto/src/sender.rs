@@ -110,6 +110,12 @@ pub(crate) struct Sender {
     pub dup_acks_received: u64,
 }
 
+/// How far behind its schedule a paced sender may fall and still catch up, in
+/// nanoseconds: BBR's send quantum of about 1 ms of data (draft-ietf-ccwg-bbr, "Send
+/// Quantum"), widened to 2 ms because a real driver's timers wake on a 1 ms grid, later
+/// under load; releasing one packet per wake-up would cap the rate at one packet per ms.
+const SEND_QUANTUM_NS: u64 = 2_000_000;
+
 /// The floor of the RTO's variance term, G in RFC 6298's SRTT + max(G, 4·RTTVAR). A paced
 /// controller (BBR) runs with Linux's effective rule, a 200 ms floor on that term, as
 /// Linux BBR does: on a path as steady as a simulated one RTTVAR decays to nothing, and an
@@ -351,10 +357,11 @@ impl Sender {
             Outgoing::Repair(r) => r.payload.len(),
         }
         .max(1);
-        // One packet's time at the pacing rate; a sender that was idle starts from now,
-        // not from a stale slot (no burst to catch up).
+        // One packet's time at the pacing rate. A driver whose timer wakes late may catch
+        // up by at most one send quantum; a sender idle for longer does not burst.
         let gap = Duration::from_secs_f64(len as f64 / rate.max(1.0));
-        self.next_send = self.next_send.max(now) + gap;
+        let earliest = Instant::from_nanos(now.as_nanos().saturating_sub(SEND_QUANTUM_NS));
+        self.next_send = self.next_send.max(earliest) + gap;
         Some(out)
     }
 
