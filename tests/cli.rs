@@ -165,3 +165,99 @@ fn demo_writes_a_table_and_a_figure() {
     assert_eq!(csv.lines().count(), 5, "header + 4 schemes");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Degenerate or oversized input is refused at once with the flag named and exit 2,
+/// before any simulation or allocation happens.
+#[test]
+fn degenerate_and_oversized_input_is_refused_naming_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--max-window", "0"], "--max-window"),
+        (&["--buffer", "0"], "--buffer"),
+        (&["--host-buffer", "0"], "--host-buffer"),
+        (&["--bottleneck", "10bit"], "--bottleneck"),
+        (&["--access-rate", "1kbit"], "--access-rate"),
+        (&["--min-rto", "0ms"], "--min-rto"),
+        (&["--start", "300s"], "--start"),
+        (&["--start", "10s..250s"], "--start"),
+        (&["--duration", "2000min"], "--duration"),
+        (&["--flows", "1000000"], "--i-know"),
+        (
+            &["--bottleneck", "100gbit", "--duration", "80000s"],
+            "--i-know",
+        ),
+        (
+            &["--delay", "1ms,2ms,3ms", "--seeds", "5000"],
+            "--max-runs 15000",
+        ),
+        (&["--seeds", "0"], "--seeds"),
+    ];
+    for (args, flag) in cases {
+        let start = std::time::Instant::now();
+        let o = tcpfec(&[&["sim", "-q"], *args].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{args:?}"
+        );
+    }
+    // The caps move with the flags that name them.
+    let o = tcpfec(&[
+        "sim",
+        "-q",
+        "--delay",
+        "1ms,2ms",
+        "--seeds",
+        "2",
+        "--max-runs",
+        "4",
+        "--duration",
+        "1s",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Reproduce checks its seeds too.
+    let o = tcpfec(&["reproduce", "anker", "--seeds", "100000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--seeds"));
+}
+
+#[test]
+fn config_files_must_be_small_regular_files() {
+    let dir = std::env::temp_dir().join(format!("tcpfec-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.toml");
+    std::fs::write(&big, format!("# {}\n", "x".repeat(2 << 20))).unwrap();
+    for path in [
+        big.as_path(),
+        dir.as_path(),
+        std::path::Path::new("/dev/zero"),
+    ] {
+        let o = tcpfec(&["sim", "-q", "--config", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", path.display());
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--config"));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// 40 000 dumbbell flows used to need 25 GB for routing tables (one entry per pair of
+/// nodes); routes are now kept per router, so such a run starts and ends normally.
+#[test]
+fn forty_thousand_flows_fit_in_memory() {
+    let o = tcpfec(&[
+        "sim",
+        "-q",
+        "--json",
+        "--topology",
+        "dumbbell",
+        "--flows",
+        "40000",
+        "--duration",
+        "200ms",
+        "--delay",
+        "10ms",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["flows"].as_array().unwrap().len(), 40_000);
+}
