@@ -161,6 +161,7 @@ async fn relay_run(
         rate_bps: Some(rate),
         delay: one_way,
         queue: bdp.max(64),
+        max_bytes: tcpfec_net::relay::DEFAULT_MAX_BYTES,
         loss: LossSpec::None,
     };
     let relay = Relay::start(RelayConfig {
@@ -172,6 +173,8 @@ async fn relay_run(
         },
         back: link,
         seed: 1,
+        max_sources: tcpfec_net::relay::DEFAULT_MAX_SOURCES,
+        idle_expiry: tcpfec_net::relay::DEFAULT_IDLE_EXPIRY,
     })
     .await
     .map_err(|e| e.to_string())?;

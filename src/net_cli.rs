@@ -184,6 +184,16 @@ pub struct RelayArgs {
     /// least 64].
     #[arg(long)]
     queue: Option<usize>,
+    /// Most bytes one direction holds, queued and propagating, with or without --rate;
+    /// more are dropped.
+    #[arg(long, default_value_t = tcpfec_net::relay::DEFAULT_MAX_BYTES, value_name = "BYTES")]
+    max_bytes: usize,
+    /// Most clients (source addresses) served at once; datagrams from more are dropped.
+    #[arg(long, default_value_t = tcpfec_net::relay::DEFAULT_MAX_SOURCES, value_name = "N")]
+    max_sources: usize,
+    /// Seconds without a datagram from a client after which its upstream socket closes.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    idle_expiry: f64,
     /// Random loss listen → to, e.g. 1%.
     #[arg(long, default_value = "0")]
     loss: String,
@@ -802,10 +812,20 @@ pub fn relay(a: RelayArgs) -> Result<(), String> {
     };
     let fwd_loss = loss_spec("--loss", &a.loss, "--ge", &a.ge)?;
     let back_loss = loss_spec("--loss-back", &a.loss_back, "--ge-back", &a.ge_back)?;
+    if a.max_bytes < 2048 {
+        return Err("--max-bytes: give at least 2048 bytes (one datagram)".into());
+    }
+    if a.max_sources == 0 {
+        return Err("--max-sources: give at least 1".into());
+    }
+    if !(a.idle_expiry > 0.0 && a.idle_expiry <= 86_400.0) {
+        return Err("--idle-expiry: give seconds between 0 and 86400".into());
+    }
     let link = LinkSpec {
         rate_bps: rate,
         delay,
         queue,
+        max_bytes: a.max_bytes,
         loss: LossSpec::None,
     };
     runtime()?.block_on(async move {
@@ -823,6 +843,8 @@ pub fn relay(a: RelayArgs) -> Result<(), String> {
                 ..link
             },
             seed: a.seed,
+            max_sources: a.max_sources,
+            idle_expiry: Duration::from_secs_f64(a.idle_expiry),
         })
         .await
         .map_err(|e| format!("--listen {listen}: {e}"))?;

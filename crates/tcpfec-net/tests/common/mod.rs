@@ -51,6 +51,7 @@ pub async fn relay(to: SocketAddr, rate_bps: u64, one_way: Duration, loss: LossS
         rate_bps: Some(rate_bps),
         delay: one_way,
         queue: bdp.max(64),
+        max_bytes: tcpfec_net::relay::DEFAULT_MAX_BYTES,
         loss: LossSpec::None,
     };
     Relay::start(RelayConfig {
@@ -59,6 +60,8 @@ pub async fn relay(to: SocketAddr, rate_bps: u64, one_way: Duration, loss: LossS
         forward: LinkSpec { loss, ..link },
         back: link,
         seed: 7,
+        max_sources: tcpfec_net::relay::DEFAULT_MAX_SOURCES,
+        idle_expiry: tcpfec_net::relay::DEFAULT_IDLE_EXPIRY,
     })
     .await
     .unwrap()
