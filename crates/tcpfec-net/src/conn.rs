@@ -75,7 +75,19 @@ pub(crate) struct Conn {
     /// A close this side wants to send: it goes out on the next poll, then the
     /// connection ends here.
     pub(crate) close: Option<Control>,
+    /// A new peer address being validated.
+    path_probe: Option<PathProbe>,
 }
+
+/// A challenge sent to a candidate peer address.
+struct PathProbe {
+    addr: SocketAddr,
+    nonce: [u8; 8],
+    sent: Instant,
+}
+
+/// Least time between two challenges to the same address.
+const PATH_PROBE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Copies of a close message sent back to back, so one random loss does not leave the
 /// peer waiting for its idle timeout.
@@ -103,6 +115,7 @@ impl Conn {
             packets_in: 0,
             packets_out: 0,
             close: None,
+            path_probe: None,
         }
     }
 
@@ -200,18 +213,26 @@ impl Conn {
         true
     }
 
-    /// A data packet for this connection. Returns true if it carried data that did not
-    /// advance the in-order stream (a gap: the answer is a duplicate ACK or a SACK update,
-    /// which must go out before the next datagram is read).
+    /// A data packet for this connection, arriving from `from`. Returns true if it carried
+    /// data that did not advance the in-order stream (a gap: the answer is a duplicate ACK
+    /// or a SACK update, which must go out before the next datagram is read).
+    ///
+    /// An authentic packet from an address other than the peer's is processed like any
+    /// other (only the peer holds the key), and if it is the newest packet so far it
+    /// starts a validation of that address: the connection moves there once the address
+    /// echoes a challenge (NAT rebinding, a restarted relay). Until then nothing but the
+    /// challenge is sent to it.
     pub(crate) fn on_data(
         &mut self,
         now: Instant,
+        from: SocketAddr,
         pn: u64,
         body: &[u8],
         stats: &mut EndpointStats,
+        out: &mut Vec<(SocketAddr, Vec<u8>)>,
     ) -> bool {
-        let (Phase::Open, Some(engine), Some(sealer)) =
-            (&self.phase, self.engine.as_mut(), self.sealer.as_ref())
+        let (Phase::Open, true, Some(sealer)) =
+            (&self.phase, self.engine.is_some(), self.sealer.as_ref())
         else {
             stats.unexpected += 1;
             return false;
@@ -229,26 +250,102 @@ impl Conn {
             stats.auth_failed += 1;
             return false;
         };
+        let newest = self.replay.is_newest(pn);
         self.replay.mark(pn);
         self.last_recv = now;
         self.packets_in += 1;
+        if from != self.peer && newest {
+            self.challenge_path(now, from, stats, out);
+        }
         if n > 0 && plain[0] == control::MARKER {
-            match Control::parse(&plain[..n]) {
-                Some(Control::Close { code, reason }) => {
-                    if self.error.is_none() {
-                        self.error = Some(NetError::PeerClosed { code, reason });
-                    }
-                    engine.abort();
-                }
-                None => stats.bad_inner += 1,
-            }
+            self.on_control(from, &plain[..n], stats, out);
             return false;
         }
+        let engine = self.engine.as_mut().expect("checked above");
         let before = engine.readable();
         if n > 0 && engine.handle_datagram(now, &plain[..n]).is_err() {
             stats.bad_inner += 1;
         }
         n > crate::pacer::UNPACED_MAX && engine.readable() == before
+    }
+
+    /// A sealed control message from `from`.
+    fn on_control(
+        &mut self,
+        from: SocketAddr,
+        msg: &[u8],
+        stats: &mut EndpointStats,
+        out: &mut Vec<(SocketAddr, Vec<u8>)>,
+    ) {
+        match Control::parse(msg) {
+            Some(Control::Close { code, reason }) => {
+                if self.error.is_none() {
+                    self.error = Some(NetError::PeerClosed { code, reason });
+                }
+                if let Some(e) = self.engine.as_mut() {
+                    e.abort();
+                }
+            }
+            // Answer to where the challenge came from: that is the path being tested.
+            Some(Control::PathChallenge(nonce)) => {
+                let d = self.seal(&Control::PathResponse(nonce).encode());
+                self.push(from, d, stats, out);
+            }
+            Some(Control::PathResponse(nonce)) => {
+                if self
+                    .path_probe
+                    .as_ref()
+                    .is_some_and(|p| p.addr == from && p.nonce == nonce)
+                {
+                    self.path_probe = None;
+                    self.peer = from;
+                    stats.migrations += 1;
+                }
+            }
+            None => stats.bad_inner += 1,
+        }
+    }
+
+    /// Sends a challenge to `from`, at most once per [`PATH_PROBE_INTERVAL`] per address,
+    /// so a burst of packets from the new address draws one challenge, not one each.
+    fn challenge_path(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        stats: &mut EndpointStats,
+        out: &mut Vec<(SocketAddr, Vec<u8>)>,
+    ) {
+        if self
+            .path_probe
+            .as_ref()
+            .is_some_and(|p| p.addr == from && now < p.sent + PATH_PROBE_INTERVAL)
+        {
+            return;
+        }
+        let mut nonce = [0u8; 8];
+        getrandom::getrandom(&mut nonce).expect("OS random source");
+        let d = self.seal(&Control::PathChallenge(nonce).encode());
+        self.push(from, d, stats, out);
+        stats.path_challenges_sent += 1;
+        self.path_probe = Some(PathProbe {
+            addr: from,
+            nonce,
+            sent: now,
+        });
+    }
+
+    /// Queues a datagram of this connection for `to`.
+    fn push(
+        &mut self,
+        to: SocketAddr,
+        d: Vec<u8>,
+        stats: &mut EndpointStats,
+        out: &mut Vec<(SocketAddr, Vec<u8>)>,
+    ) {
+        stats.datagrams_out += 1;
+        stats.bytes_out += d.len() as u64;
+        self.packets_out += 1;
+        out.push((to, d));
     }
 
     fn seal(&mut self, plain: &[u8]) -> Vec<u8> {
@@ -272,13 +369,9 @@ impl Conn {
         let plain = msg.encode();
         for _ in 0..CLOSE_COPIES {
             let d = self.seal(&plain);
-            stats.datagrams_out += 1;
-            stats.bytes_out += d.len() as u64;
-            self.packets_out += 1;
-            out.push((self.peer, d));
+            self.push(self.peer, d, stats, out);
         }
-        let Control::Close { code, .. } = msg;
-        if self.error.is_none() {
+        if let (Control::Close { code, .. }, None) = (msg, &self.error) {
             self.error = Some(NetError::ClosedHere(*code));
         }
         if let Some(e) = self.engine.as_mut() {

@@ -3,15 +3,20 @@
 //! control message with [`MARKER`]; an empty body is a keep-alive).
 //!
 //! ```text
-//! close:  0xC0 | 0x01 | code u8 | reason_len u8 | reason (UTF-8, at most 200 bytes)
+//! close:          0xC0 | 0x01 | code u8 | reason_len u8 | reason (UTF-8, at most 200 bytes)
+//! path challenge: 0xC0 | 0x02 | nonce (8 bytes)
+//! path response:  0xC0 | 0x03 | nonce (8 bytes)
 //! ```
 //!
 //! A close ends the connection at once with a reason the peer can report, instead of a
-//! bare reset or an idle timeout.
+//! bare reset or an idle timeout. A challenge and its response validate a new peer
+//! address before the connection moves to it (as QUIC's PATH_CHALLENGE/PATH_RESPONSE).
 
 /// First byte of every control message.
 pub const MARKER: u8 = 0xC0;
 const TYPE_CLOSE: u8 = 1;
+const TYPE_PATH_CHALLENGE: u8 = 2;
+const TYPE_PATH_RESPONSE: u8 = 3;
 /// Longest reason text a close carries.
 pub const MAX_REASON: usize = 200;
 
@@ -51,6 +56,10 @@ pub enum Control {
         /// Details for the log (peer-chosen text: print it escaped).
         reason: String,
     },
+    /// Sent to a new peer address: answer with [`Control::PathResponse`] if it reaches you.
+    PathChallenge([u8; 8]),
+    /// The echo of a challenge's nonce, proving the address receives.
+    PathResponse([u8; 8]),
 }
 
 impl Control {
@@ -62,6 +71,12 @@ impl Control {
                     code: CloseCode::from_u8(*code),
                     reason: String::from_utf8_lossy(rest).into_owned(),
                 })
+            }
+            [MARKER, TYPE_PATH_CHALLENGE, rest @ ..] => {
+                Some(Control::PathChallenge(rest.try_into().ok()?))
+            }
+            [MARKER, TYPE_PATH_RESPONSE, rest @ ..] => {
+                Some(Control::PathResponse(rest.try_into().ok()?))
             }
             _ => None,
         }
@@ -79,6 +94,8 @@ impl Control {
                 v.extend_from_slice(&reason.as_bytes()[..end]);
                 v
             }
+            Control::PathChallenge(n) => [&[MARKER, TYPE_PATH_CHALLENGE][..], n].concat(),
+            Control::PathResponse(n) => [&[MARKER, TYPE_PATH_RESPONSE][..], n].concat(),
         }
     }
 }
@@ -101,6 +118,18 @@ mod tests {
         let b = long.encode();
         assert!(b.len() <= 4 + MAX_REASON);
         assert!(matches!(Control::parse(&b), Some(Control::Close { .. })));
+        for c in [
+            Control::PathChallenge([1, 2, 3, 4, 5, 6, 7, 8]),
+            Control::PathResponse([9; 8]),
+        ] {
+            assert_eq!(Control::parse(&c.encode()), Some(c));
+        }
+        assert_eq!(Control::parse(&[MARKER, 2, 1, 2, 3]), None, "short nonce");
+        assert_eq!(
+            Control::parse(&[MARKER, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            None,
+            "long"
+        );
         assert_eq!(Control::parse(&[MARKER]), None);
         assert_eq!(Control::parse(&[MARKER, 1, 1, 5, b'x']), None);
         assert_eq!(Control::parse(&[MARKER, 9, 1, 0]), None);

@@ -31,6 +31,9 @@ use tokio::sync::{mpsc, oneshot, Notify};
 /// 1500-byte MTU path.
 pub const DEFAULT_MSS: u16 = 1316;
 
+/// Longest retransmission timeout over real networks (see `EndpointConfig::new`).
+pub const MAX_RTO: Duration = Duration::from_secs(3);
+
 /// How an endpoint behaves.
 #[derive(Debug, Clone)]
 pub struct EndpointConfig {
@@ -68,6 +71,11 @@ impl EndpointConfig {
                 // A 200 ms floor on the variance term is what Linux effectively applies
                 // (its minimum RTO bounds the RTTVAR term, not the sum).
                 clock_granularity: Duration::from_millis(200),
+                // Back off no further than 3 s: after an outage (a blackout, a relay
+                // restart) the next retransmission, and with it the transfer, resumes
+                // within 3 s of the path's return instead of up to a minute later. Liveness
+                // is the idle timeout's job, not the RTO's.
+                max_rto: MAX_RTO,
                 ..Config::default()
             },
         }
@@ -460,7 +468,9 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
                 stats.unknown_conn += 1;
                 return;
             };
-            if c.peer != from {
+            // Without encryption nothing proves a packet from another address comes from
+            // the peer: such a connection cannot move.
+            if c.peer != from && shared.cfg.key.is_none() {
                 stats.wrong_source += 1;
                 return;
             }
@@ -468,7 +478,7 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
             // ACK loses nothing). Data past a gap is answered before the next datagram is
             // read: the sender's loss detection counts duplicate ACKs, and one ACK per
             // batch would hide losses until a timeout.
-            if c.on_data(now, pn, body, stats) {
+            if c.on_data(now, from, pn, body, stats, outbox) {
                 let _ = c.poll(shared, now, outbox, stats);
             }
         }

@@ -129,6 +129,7 @@ impl DirStats {
 /// A running relay; dropping it stops it.
 pub struct Relay {
     local: SocketAddr,
+    to: SocketAddr,
     /// listen → to counters.
     pub forward: Arc<DirStats>,
     /// to → listen counters.
@@ -191,6 +192,7 @@ impl Relay {
         )));
         Ok(Relay {
             local,
+            to: cfg.to,
             forward,
             back,
             sources,
@@ -203,6 +205,11 @@ impl Relay {
     /// The address clients send to.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// The address the relay forwards to.
+    pub fn to(&self) -> SocketAddr {
+        self.to
     }
 
     /// Clients with an upstream socket now (at most `max_sources`).

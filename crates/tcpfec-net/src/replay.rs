@@ -39,6 +39,11 @@ impl ReplayWindow {
         self.bits[w] & (1 << b) == 0
     }
 
+    /// True if `pn` is above every number accepted so far (not a reordered straggler).
+    pub fn is_newest(&self, pn: u64) -> bool {
+        pn >= self.top
+    }
+
     /// Records `pn` as received (call only for authenticated packets that passed `check`).
     pub fn mark(&mut self, pn: u64) {
         if pn >= self.top {

@@ -20,7 +20,8 @@ pub struct EndpointStats {
     pub replayed: u64,
     /// Data packets for a connection id this endpoint does not have.
     pub unknown_conn: u64,
-    /// Data packets for a known connection from another address.
+    /// Data packets for a known connection from another address that could not move it
+    /// there (`--insecure`: nothing proves they come from the peer).
     pub wrong_source: u64,
     /// Authenticated packets the engine could not parse.
     pub bad_inner: u64,
@@ -38,6 +39,10 @@ pub struct EndpointStats {
     pub handshakes_accepted: u64,
     /// Keep-alive packets sent on idle connections.
     pub keepalives_sent: u64,
+    /// Challenges sent to validate a peer's new address.
+    pub path_challenges_sent: u64,
+    /// Connections moved to a validated new peer address (NAT rebinding, relay restart).
+    pub migrations: u64,
 }
 
 impl EndpointStats {

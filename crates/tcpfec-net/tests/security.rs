@@ -299,3 +299,77 @@ async fn a_replayed_token_opens_no_second_connection() {
     .await
     .unwrap();
 }
+
+/// Packets from a new address move a connection only if they are authentic and new:
+/// captured data packets replayed from a stranger's socket, and forged ones with fresh
+/// packet numbers, draw no path challenge and no migration, and the stranger receives
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_and_forgeries_from_a_new_address_do_not_move_the_connection() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let cfg = config(Some(Psk::generate()), "sack");
+        let srv = Arc::new(server(cfg.clone()).await);
+        let srv_addr = srv.local_addr().unwrap();
+        let (entry, _inject, mut tap) = tapping_proxy(srv_addr).await;
+        let (got_all_tx, got_all_rx) = tokio::sync::oneshot::channel();
+        let (attacked_tx, attacked_rx) = tokio::sync::oneshot::channel::<()>();
+        let s2 = srv.clone();
+        let receiver = tokio::spawn(async move {
+            let mut s = s2.accept().await.unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).await.unwrap();
+            // Every captured packet is old now; the connection is still open.
+            got_all_tx.send(()).unwrap();
+            attacked_rx.await.unwrap();
+            s.write_all(b"ok").await.unwrap();
+            s.shutdown().await.unwrap();
+            got.len()
+        });
+        let cli = client(cfg).await;
+        let mut s = cli.connect(entry).await.unwrap();
+        s.write_all(&data(2_000_000, 5)).await.unwrap();
+        s.shutdown().await.unwrap();
+        got_all_rx.await.unwrap();
+        // The attacker, at another address: every captured data packet replayed, and a
+        // forged copy of each with a fresh packet number.
+        let stranger = UdpSocket::bind(any()).await.unwrap();
+        let mut sent = 0;
+        while let Ok(d) = tap.try_recv() {
+            if d.first() != Some(&4) {
+                continue;
+            }
+            stranger.send_to(&d, srv_addr).await.unwrap();
+            let mut forged = d.clone();
+            let pn = u64::from_be_bytes(forged[5..13].try_into().unwrap()) + 1_000_000;
+            forged[5..13].copy_from_slice(&pn.to_be_bytes());
+            let last = forged.len() - 1;
+            forged[last] ^= 1;
+            stranger.send_to(&forged, srv_addr).await.unwrap();
+            sent += 1;
+        }
+        assert!(sent > 100, "{sent} data packets captured");
+        // Until the server has judged them all (bounded: some may be lost in buffers).
+        let _ = tokio::time::timeout(Duration::from_secs(5), async {
+            while srv.stats().replayed + srv.stats().auth_failed < 2 * sent {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        attacked_tx.send(()).unwrap();
+        let mut back = Vec::new();
+        s.read_to_end(&mut back).await.unwrap();
+        assert_eq!(back, b"ok");
+        assert_eq!(receiver.await.unwrap(), 2_000_000);
+        let st = srv.stats();
+        assert!(st.replayed > 0 && st.auth_failed > 0, "{st:?}");
+        assert_eq!(st.path_challenges_sent, 0, "{st:?}");
+        assert_eq!(st.migrations, 0, "{st:?}");
+        let mut buf = [0u8; 2048];
+        assert!(
+            stranger.try_recv_from(&mut buf).is_err(),
+            "the server sent something to the stranger"
+        );
+    })
+    .await
+    .expect("in time");
+}

@@ -46,6 +46,17 @@ pub async fn client(cfg: EndpointConfig) -> Endpoint {
 /// A relay in front of `to`: `rate` each way, `one_way` delay each way, a queue of one
 /// bandwidth-delay product, and `loss` on the forward (data) direction.
 pub async fn relay(to: SocketAddr, rate_bps: u64, one_way: Duration, loss: LossSpec) -> Relay {
+    relay_on(any(), to, rate_bps, one_way, loss).await
+}
+
+/// [`relay`] listening on `listen` (to restart one on the same address).
+pub async fn relay_on(
+    listen: SocketAddr,
+    to: SocketAddr,
+    rate_bps: u64,
+    one_way: Duration,
+    loss: LossSpec,
+) -> Relay {
     let bdp = (rate_bps as f64 * one_way.as_secs_f64() * 2.0 / 8.0 / 1500.0) as usize;
     let link = LinkSpec {
         rate_bps: Some(rate_bps),
@@ -55,7 +66,7 @@ pub async fn relay(to: SocketAddr, rate_bps: u64, one_way: Duration, loss: LossS
         loss: LossSpec::None,
     };
     Relay::start(RelayConfig {
-        listen: any(),
+        listen,
         to,
         forward: LinkSpec { loss, ..link },
         back: link,
