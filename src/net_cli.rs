@@ -693,7 +693,8 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                         .await
                         .map_err(|e| format!("--listen {listen}: {e}"))?,
                 );
-                eprintln!("tunnel server on {listen}, forwarding to {to}");
+                let bound = ep.local_addr().map_err(|e| e.to_string())?;
+                eprintln!("tunnel server on {bound}, forwarding to {to}");
                 let _sig = sig_tunnel(ep.clone(), stats.clone());
                 // UDP flows arrive as their own stream kind; --udp on the server only
                 // documents intent, the client decides what it forwards.
@@ -734,6 +735,8 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 let tcp = tokio::net::TcpListener::bind(listen)
                     .await
                     .map_err(|e| format!("--listen {listen}: {e}"))?;
+                // With port 0 the system picks one: report (and share with UDP) that one.
+                let listen = tcp.local_addr().map_err(|e| e.to_string())?;
                 let mut tasks = vec![tokio::spawn(tunnel::client_tcp(
                     ep.clone(),
                     tcp,

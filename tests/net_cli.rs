@@ -317,3 +317,91 @@ fn a_stopped_sender_tells_the_receiver_which_keeps_nothing_partial() {
     let _ = relay.wait();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Starts a blocking TCP echo server on loopback; returns its address.
+fn tcp_echo() -> std::net::SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                let mut r = s.try_clone().unwrap();
+                let _ = std::io::copy(&mut r, &mut s);
+            });
+        }
+    });
+    addr
+}
+
+/// The address in a "tunnel … on ADDR, …" line.
+fn addr_in(line: &str) -> String {
+    line.split_whitespace()
+        .nth(3)
+        .expect("address")
+        .trim_end_matches(',')
+        .to_string()
+}
+
+/// Stopping a tunnel server resets the connections it carried (the client's application
+/// sees ECONNRESET, not a clean end of stream) and exits with 143; stopping the client
+/// exits with 130.
+#[test]
+fn a_stopped_tunnel_resets_its_connections_and_exits_by_signal() {
+    use std::io::{Read, Write};
+    let dir = scratch("tunnel-stop");
+    let key = dir.join("k");
+    keygen(&key);
+    let target = tcp_echo();
+    let mut srv_cmd = bin();
+    srv_cmd
+        .args(["tunnel", "server", "--listen", "127.0.0.1:0", "--to"])
+        .arg(target.to_string())
+        .arg("--key-file")
+        .arg(&key);
+    let (server, line) = spawn_reporting(&mut srv_cmd, true);
+    let srv_addr = addr_in(&line);
+    let mut cli_cmd = bin();
+    cli_cmd
+        .args([
+            "tunnel",
+            "client",
+            "--listen",
+            "127.0.0.1:0",
+            "--server",
+            &srv_addr,
+        ])
+        .arg("--key-file")
+        .arg(&key);
+    let (client, line) = spawn_reporting(&mut cli_cmd, true);
+    let entry = addr_in(&line);
+    let mut app = std::net::TcpStream::connect(&entry).unwrap();
+    app.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    app.write_all(b"ping").unwrap();
+    let mut four = [0u8; 4];
+    app.read_exact(&mut four).unwrap();
+    assert_eq!(&four, b"ping");
+    signal(&server, libc::SIGTERM);
+    let stopped = Instant::now();
+    let o = server.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut rest = Vec::new();
+    let e = app.read_to_end(&mut rest).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+    assert!(
+        stopped.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopped.elapsed()
+    );
+    signal(&client, libc::SIGINT);
+    let o = client.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(log.contains("the peer stopped"), "{log}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
