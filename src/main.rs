@@ -3,7 +3,6 @@
 mod bench;
 mod calibrate;
 mod demo;
-mod limits;
 mod model;
 mod net_bench;
 mod net_cli;
@@ -288,20 +287,14 @@ struct SimArgs {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
-    /// Most runs a sweep may have before it is refused as a likely mistake.
-    #[arg(long, default_value_t = limits::DEFAULT_MAX_RUNS, value_name = "N")]
-    max_runs: u64,
-    /// Run a sweep even if it is estimated to need more than 8 GiB of memory per run or
-    /// more than about a day of CPU time.
-    #[arg(long)]
-    i_know: bool,
 }
 
 impl SimArgs {
     fn axes(&self) -> Result<sweep::Axes, String> {
         let mut axes = match &self.config {
             Some(path) => {
-                let text = read_config(path)?;
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--config: cannot read {}: {e}", path.display()))?;
                 sweep::Axes::from_toml(&text)
                     .map_err(|e| format!("--config {}: {e}", path.display()))?
             }
@@ -356,40 +349,9 @@ impl SimArgs {
     }
 }
 
-/// Largest `--config` file read: scenario files are a few lines.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// Reads a `--config` file, refusing anything that is not a small regular file.
-fn read_config(path: &std::path::Path) -> Result<String, String> {
-    use std::io::Read;
-    let cant = |e: std::io::Error| format!("--config: cannot read {}: {e}", path.display());
-    let f = std::fs::File::open(path).map_err(cant)?;
-    if !f.metadata().map_err(cant)?.is_file() {
-        return Err(format!("--config {}: not a regular file", path.display()));
-    }
-    let mut text = String::new();
-    f.take(MAX_CONFIG_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(cant)?;
-    if text.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(format!(
-            "--config {}: larger than {} KiB; a scenario file is a few lines of TOML",
-            path.display(),
-            MAX_CONFIG_BYTES >> 10
-        ));
-    }
-    Ok(text)
-}
-
 fn sim(args: SimArgs) -> Result<(), String> {
     let axes = args.axes()?;
-    let limits = limits::Limits {
-        max_runs: args.max_runs,
-        i_know: args.i_know,
-    };
-    limits::check_count(axes.run_count(args.seeds), limits)?;
     let mut runs = axes.expand(args.seed, args.seeds)?;
-    limits::check_runs(&runs, limits)?;
     if args.trace.is_some() {
         for r in &mut runs {
             r.scenario.cwnd_sample = Some(core::time::Duration::from_millis(100));

@@ -124,14 +124,6 @@ impl Axes {
         self.values.extend(other.values);
     }
 
-    /// How many runs [`Axes::expand`] would make, without making them.
-    pub fn run_count(&self, seeds: u64) -> u128 {
-        AXES.iter()
-            .map(|(a, _)| self.values.get(*a).map_or(1, |v| v.len() as u128))
-            .product::<u128>()
-            .saturating_mul(u128::from(seeds))
-    }
-
     /// Expands into runs: cartesian product of all axes, each with seeds `seed..seed+seeds`.
     pub fn expand(&self, seed: u64, seeds: u64) -> Result<Vec<Run>, String> {
         if seeds == 0 {

@@ -9,24 +9,14 @@ use std::collections::VecDeque;
 /// Random stream numbers: one per link direction, counted from here.
 const LINK_STREAM_BASE: u64 = 1000;
 
-/// How one node forwards packets.
-#[derive(Debug)]
-enum Forwarding {
-    /// The node has one outgoing link (a host): every packet takes it.
-    Single(u32),
-    /// `table[dst]` is the link a packet for `dst` takes (a router); `u32::MAX` if `dst`
-    /// cannot be reached.
-    Table(Vec<u32>),
-}
-
 /// The built network.
 #[derive(Debug)]
 pub struct Network {
     /// Every link direction.
     pub links: Vec<Link>,
-    /// How each node forwards. Memory is O(nodes × routers), not O(nodes²): a network of
-    /// 40 000 dumbbell flows has 80 002 nodes but only two routers.
-    routes: Vec<Forwarding>,
+    /// `routes[node * nodes + dst]` is the link a packet at `node` for `dst` takes.
+    routes: Vec<u32>,
+    nodes: usize,
     /// For each flow, the node of its sender and of its receiver.
     pub flow_hosts: Vec<(u32, u32)>,
     is_host: Vec<bool>,
@@ -73,10 +63,7 @@ impl Network {
     /// The link a packet at `node` takes towards `dst`.
     #[inline]
     pub fn route(&self, node: u32, dst: u32) -> u32 {
-        match &self.routes[node as usize] {
-            Forwarding::Single(l) => *l,
-            Forwarding::Table(t) => t[dst as usize],
-        }
+        self.routes[node as usize * self.nodes + dst as usize]
     }
 
     /// True if `node` is a host (has endpoints), false for a router.
@@ -167,44 +154,35 @@ impl<'a> Builder<'a> {
         self.simplex(b, a, bps, delay, ba);
     }
 
-    /// For every destination, the first link on a shortest path from `src`.
-    fn first_links(&self, out: &[Vec<u32>], src: usize) -> Vec<u32> {
-        let nodes = out.len();
-        let mut first = vec![u32::MAX; nodes];
-        let mut seen = vec![false; nodes];
-        seen[src] = true;
-        let mut q = VecDeque::from([src]);
-        while let Some(n) = q.pop_front() {
-            for &l in &out[n] {
-                let to = self.links[l as usize].to as usize;
-                if !seen[to] {
-                    seen[to] = true;
-                    first[to] = if n == src { l } else { first[n] };
-                    q.push_back(to);
-                }
-            }
-        }
-        first
-    }
-
     fn finish(self) -> Network {
         let nodes = self.is_host.len();
         let mut out: Vec<Vec<u32>> = vec![Vec::new(); nodes];
         for (i, &f) in self.from.iter().enumerate() {
             out[f as usize].push(i as u32);
         }
-        // Breadth-first search from every node with a choice to make: the first link on a
-        // shortest path. A node with a single outgoing link needs no table (in a tree it is
-        // the first link towards every destination).
-        let routes = (0..nodes)
-            .map(|src| match out[src].as_slice() {
-                [only] => Forwarding::Single(*only),
-                _ => Forwarding::Table(self.first_links(&out, src)),
-            })
-            .collect();
+        // Breadth-first search from every node: the first link on a shortest path.
+        let mut routes = vec![u32::MAX; nodes * nodes];
+        for src in 0..nodes {
+            let mut first = vec![u32::MAX; nodes];
+            let mut seen = vec![false; nodes];
+            seen[src] = true;
+            let mut q = VecDeque::from([src]);
+            while let Some(n) = q.pop_front() {
+                for &l in &out[n] {
+                    let to = self.links[l as usize].to as usize;
+                    if !seen[to] {
+                        seen[to] = true;
+                        first[to] = if n == src { l } else { first[n] };
+                        q.push_back(to);
+                    }
+                }
+            }
+            routes[src * nodes..(src + 1) * nodes].copy_from_slice(&first);
+        }
         Network {
             links: self.links,
             routes,
+            nodes,
             flow_hosts: self.flow_hosts,
             is_host: self.is_host,
         }
