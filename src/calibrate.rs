@@ -65,7 +65,7 @@ pub fn tfec(opts: &Options) -> Result<(), String> {
         .map(|k| format!("anker-100-{k}-newreno"))
         .collect();
     axes.set("scheme", &schemes.join(","))?;
-    let runs = axes.expand(1, seeds)?;
+    let runs = axes.expand(1, seeds, &crate::sweep::Limits::default())?;
     eprintln!(
         "calibrate tfec: {} runs ({} loss rates x {} repair counts x {seeds} seeds)",
         runs.len(),

@@ -63,6 +63,13 @@ enum Command {
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
+        /// Refuse experiments of more runs than this.
+        #[arg(long, value_name = "N", default_value_t = sweep::DEFAULT_MAX_RUNS)]
+        max_runs: u64,
+        /// Run even if the experiment is estimated to take more than 1e11 simulator events
+        /// (about 30 core-hours) or to keep more than 10 million per-flow results.
+        #[arg(long)]
+        i_know: bool,
     },
     /// Build data that schemes ship with from simulator sweeps.
     Calibrate {
@@ -176,8 +183,8 @@ enum BenchWhat {
 
 #[derive(Args)]
 struct SimArgs {
-    /// TOML file with settings (keys are these flag names; values may be lists).
-    /// Flags given on the command line override it.
+    /// TOML file with settings (keys are these flag names; values may be lists), at most
+    /// 1 MiB. Flags given on the command line override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Scheme: tahoe, reno, newreno, sack, cubic, or a FEC scheme such as fec-fmax-10
@@ -187,22 +194,23 @@ struct SimArgs {
     /// path (sender-R1-R2-receiver) or dumbbell (N sender/receiver pairs) [default: path].
     #[arg(long, allow_hyphen_values = true)]
     topology: Option<String>,
-    /// Number of flows [default: 1].
+    /// Number of flows; with --background at most 100000 [default: 1].
     #[arg(long, allow_hyphen_values = true)]
     flows: Option<String>,
-    /// Bottleneck rate, e.g. 100mbit [default: 100mbit].
+    /// Bottleneck rate, e.g. 100mbit; at least one packet per second [default: 100mbit].
     #[arg(long, allow_hyphen_values = true)]
     bottleneck: Option<String>,
     /// Access link rate [default: the bottleneck rate].
     #[arg(long, allow_hyphen_values = true)]
     access_rate: Option<String>,
-    /// One-way bottleneck propagation delay, e.g. 200ms [default: 200ms].
+    /// One-way bottleneck propagation delay, e.g. 200ms; at most 60s [default: 200ms].
     #[arg(long, allow_hyphen_values = true)]
     delay: Option<String>,
-    /// One-way access delay; A..B spreads flows evenly over the range [default: 1ms].
+    /// One-way access delay; A..B spreads flows evenly over the range; at most 60s
+    /// [default: 1ms].
     #[arg(long, allow_hyphen_values = true)]
     access_delay: Option<String>,
-    /// Drop-tail queue limit of every link direction, packets [default: 50].
+    /// Drop-tail queue limit of every link direction, packets, at least 1 [default: 50].
     #[arg(long, allow_hyphen_values = true)]
     buffer: Option<String>,
     /// Queue limit of links leaving hosts, packets, or inf [default: same as --buffer].
@@ -230,10 +238,10 @@ struct SimArgs {
     /// Initial congestion window, segments [default: 2].
     #[arg(long, allow_hyphen_values = true)]
     initial_window: Option<String>,
-    /// Minimum retransmission timeout [default: 200ms].
+    /// Minimum retransmission timeout, above 0 and at most 60s [default: 200ms].
     #[arg(long, allow_hyphen_values = true)]
     min_rto: Option<String>,
-    /// Simulated time [default: 220s].
+    /// Simulated time, at most one day (86400s) [default: 220s].
     #[arg(long, allow_hyphen_values = true)]
     duration: Option<String>,
     /// Measurement window A..B, e.g. 20s..220s [default: the whole run].
@@ -242,10 +250,12 @@ struct SimArgs {
     /// Finite transfer of this many bytes per flow (e.g. 1080KiB) instead of bulk.
     #[arg(long, allow_hyphen_values = true)]
     transfer: Option<String>,
-    /// Start time of every flow, or A..B for uniformly random starts [default: 0s].
+    /// Start time of every flow, or A..B for uniformly random starts; before the end of
+    /// the run [default: 0s].
     #[arg(long, allow_hyphen_values = true)]
     start: Option<String>,
-    /// Receiver window in packets, the most a flow can have in flight [default: unlimited].
+    /// Receiver window in packets (at least 1), the most a flow can have in flight
+    /// [default: unlimited].
     #[arg(long, allow_hyphen_values = true)]
     max_window: Option<String>,
     /// Loss on the bottleneck switching between two rates: A/B@T (e.g. 0.1%/10%@10s starts
@@ -274,6 +284,13 @@ struct SimArgs {
     /// Number of seeds per point (seed, seed+1, ...).
     #[arg(long, default_value_t = 1)]
     seeds: u64,
+    /// Refuse sweeps of more runs than this.
+    #[arg(long, value_name = "N", default_value_t = sweep::DEFAULT_MAX_RUNS)]
+    max_runs: u64,
+    /// Run a sweep even if it is estimated to take more than 1e11 simulator events (about
+    /// 30 core-hours) or to keep more than 10 million per-flow results (about 2 GB).
+    #[arg(long)]
+    i_know: bool,
     /// Print one JSON object per run instead of a table.
     #[arg(long)]
     json: bool,
@@ -293,8 +310,8 @@ impl SimArgs {
     fn axes(&self) -> Result<sweep::Axes, String> {
         let mut axes = match &self.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("--config: cannot read {}: {e}", path.display()))?;
+                let text = sweep::read_settings_file(path)
+                    .map_err(|e| format!("--config {}: {e}", path.display()))?;
                 sweep::Axes::from_toml(&text)
                     .map_err(|e| format!("--config {}: {e}", path.display()))?
             }
@@ -351,7 +368,12 @@ impl SimArgs {
 
 fn sim(args: SimArgs) -> Result<(), String> {
     let axes = args.axes()?;
-    let mut runs = axes.expand(args.seed, args.seeds)?;
+    let limits = sweep::Limits {
+        max_runs: args.max_runs,
+        i_know: args.i_know,
+    };
+    let mut runs = axes.expand(args.seed, args.seeds, &limits)?;
+    limits.check(&runs)?;
     if args.trace.is_some() {
         for r in &mut runs {
             r.scenario.cwnd_sample = Some(core::time::Duration::from_millis(100));
@@ -403,12 +425,15 @@ fn main() -> ExitCode {
             seeds,
             out,
             quiet,
+            max_runs,
+            i_know,
         } => reproduce::run(&reproduce::Options {
             experiment,
             quick,
             seeds,
             out,
             progress: !quiet && std::io::stderr().is_terminal(),
+            limits: sweep::Limits { max_runs, i_know },
         }),
         Command::Validate(opts) => validate::run(&opts),
         Command::Calibrate {

@@ -3,7 +3,7 @@
 
 use crate::plot::{line_chart, Axes as ChartAxes};
 use crate::runner::Outcome;
-use crate::sweep::{Axes, Run};
+use crate::sweep::{Axes, Limits, Run};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -116,15 +116,17 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// Show a progress bar.
     pub progress: bool,
+    /// How large the sweep may be.
+    pub limits: Limits,
 }
 
 fn load(name: &str) -> Result<Experiment, String> {
     let text = match BUILT_IN.iter().find(|(id, _)| *id == name) {
         Some((_, t)) => t.to_string(),
-        None => std::fs::read_to_string(name).map_err(|e| {
+        None => crate::sweep::read_settings_file(Path::new(name)).map_err(|e| {
             let ids: Vec<&str> = BUILT_IN.iter().map(|b| b.0).collect();
             format!(
-                "'{name}' is neither a built-in experiment ({}) nor a readable file: {e}",
+                "'{name}' is neither a built-in experiment ({}) nor a usable file: {e}",
                 ids.join(", ")
             )
         })?,
@@ -155,27 +157,19 @@ struct Cell {
     scenario: tcpfec_sim::Scenario,
 }
 
-/// Runs the experiment and writes its outputs.
-pub fn run(opts: &Options) -> Result<(), String> {
-    let exp = load(&opts.experiment)?;
-    let seeds = opts.seeds.unwrap_or(if opts.quick {
-        exp.quick_seeds
-    } else {
-        exp.seeds
-    });
-    let out = opts
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(&exp.id));
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut base = exp.base.clone();
-    if opts.quick {
-        base.extend(exp.quick_base.clone());
-    }
-    // Expand every figure into runs, sharing identical runs between figures.
+/// Expands every figure of `exp` into runs, sharing identical runs between figures; also
+/// returns, per figure, its points and the runs of each. Refuses, as it goes, more runs
+/// or points than `opts.limits` allow.
+fn plan(
+    exp: &Experiment,
+    opts: &Options,
+    seeds: u64,
+    base: &BTreeMap<String, String>,
+) -> Result<(Vec<Run>, Vec<Vec<Cell>>), String> {
     let mut runs: Vec<Run> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut cells: Vec<Vec<Cell>> = Vec::new();
+    let mut points = 0usize;
     for fig in &exp.figure {
         let time_series = fig.x == "time";
         let xs = if time_series {
@@ -200,7 +194,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         for s in &series {
             for x in &xs {
                 let mut axes = Axes::default();
-                for (k, v) in &base {
+                for (k, v) in base {
                     axes.set(k, v)
                         .map_err(|e| format!("{}: base: {e}", exp.id))?;
                 }
@@ -226,7 +220,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
                 }
                 let mut ids = Vec::new();
                 let point_runs = axes
-                    .expand(1, fig_seeds)
+                    .expand(1, fig_seeds, &opts.limits)
                     .map_err(|e| format!("{}: {e}", fig.id))?;
                 let scenario = point_runs[0].scenario.clone();
                 for mut run in point_runs {
@@ -244,6 +238,10 @@ pub fn run(opts: &Options) -> Result<(), String> {
                     });
                     ids.push(id);
                 }
+                // Bounds the memory of a file with absurdly many points or runs.
+                points += 1;
+                opts.limits
+                    .check_runs(Some(runs.len().max(points) as u64))?;
                 fig_cells.push(Cell {
                     series: s.clone(),
                     x: x.clone(),
@@ -254,6 +252,28 @@ pub fn run(opts: &Options) -> Result<(), String> {
         }
         cells.push(fig_cells);
     }
+    Ok((runs, cells))
+}
+
+/// Runs the experiment and writes its outputs.
+pub fn run(opts: &Options) -> Result<(), String> {
+    let exp = load(&opts.experiment)?;
+    let seeds = opts.seeds.unwrap_or(if opts.quick {
+        exp.quick_seeds
+    } else {
+        exp.seeds
+    });
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&exp.id));
+    let mut base = exp.base.clone();
+    if opts.quick {
+        base.extend(exp.quick_base.clone());
+    }
+    let (runs, cells) = plan(&exp, opts, seeds, &base)?;
+    opts.limits.check(&runs)?;
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     eprintln!(
         "{}: {} runs ({} seeds per point){}",
         exp.id,
@@ -659,5 +679,85 @@ fn check_claim(
             }
         }
         other => (false, format!("unknown claim kind '{other}'")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::SweepSize;
+
+    fn size_of(id: &str, quick: bool) -> SweepSize {
+        let exp = load(id).unwrap();
+        let opts = Options {
+            experiment: id.into(),
+            quick,
+            seeds: None,
+            out: None,
+            progress: false,
+            limits: Limits::default(),
+        };
+        let seeds = if quick { exp.quick_seeds } else { exp.seeds };
+        let mut base = exp.base.clone();
+        if quick {
+            base.extend(exp.quick_base.clone());
+        }
+        let (runs, _) = plan(&exp, &opts, seeds, &base).unwrap();
+        opts.limits.check(&runs).unwrap();
+        SweepSize::of(&runs)
+    }
+
+    #[test]
+    fn every_built_in_experiment_fits_the_default_limits() {
+        for (id, _) in BUILT_IN {
+            let full = size_of(id, false);
+            let quick = size_of(id, true);
+            assert!(quick.events < full.events, "{id}: {quick:?} vs {full:?}");
+        }
+    }
+
+    /// Two points of one figure on a 1 Gb/s path for 1000 s: about 5e8 events per run.
+    const COSTLY: &str = r#"
+id = "costly"
+title = "t"
+seeds = 1
+quick_seeds = 1
+[base]
+bottleneck = "1gbit"
+duration = "1000s"
+[[figure]]
+id = "f"
+title = "t"
+x = "delay"
+x_values = ["10ms", "20ms"]
+x_label = "x"
+series = ["sack"]
+metric = "goodput_mbps"
+y_label = "y"
+"#;
+
+    #[test]
+    fn more_seeds_than_the_limits_allow_are_refused_before_running() {
+        let exp: Experiment = toml::from_str(COSTLY).unwrap();
+        let opts = |seeds| Options {
+            experiment: "costly".into(),
+            quick: false,
+            seeds: Some(seeds),
+            out: None,
+            progress: false,
+            limits: Limits::default(),
+        };
+        // A million seeds per point: refused while expanding the first point.
+        let e = plan(&exp, &opts(1_000_000), 1_000_000, &exp.base)
+            .err()
+            .expect("refused");
+        assert!(e.contains("--max-runs 1000000"), "{e}");
+        // 150 seeds: 300 runs, well within the count, but some 1.5e11 events.
+        let (runs, _) = plan(&exp, &opts(150), 150, &exp.base).unwrap();
+        let e = opts(150).limits.check(&runs).unwrap_err();
+        assert!(e.contains("--i-know") && e.contains("300 run(s)"), "{e}");
+        // 90 seeds: 9e10 events, within.
+        let (runs, _) = plan(&exp, &opts(90), 90, &exp.base).unwrap();
+        opts(90).limits.check(&runs).unwrap();
     }
 }

@@ -38,6 +38,147 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("background-direction", None),
 ];
 
+/// Most runs a sweep may have unless `--max-runs` raises it: the run list and the results
+/// are held in memory, and ten thousand runs is already a long sweep.
+pub const DEFAULT_MAX_RUNS: u64 = 10_000;
+
+/// Most simulator events a sweep may be estimated to cost without `--i-know`: at about a
+/// million events per second per core ([`EVENTS_PER_CORE_SECOND`]), some 30 core-hours.
+pub const MAX_EVENTS: f64 = 1e11;
+
+/// Most per-flow results (runs × flows) a sweep may keep without `--i-know`: each is about
+/// 200 bytes in memory, so some 2 GB.
+pub const MAX_FLOW_RESULTS: u64 = 10_000_000;
+
+/// The simulator's speed on one core, roughly, for telling how long a refused sweep would
+/// take (it varies with the scenario and the machine).
+pub const EVENTS_PER_CORE_SECOND: f64 = 1e6;
+
+/// How large a sweep may be before it starts; see [`DEFAULT_MAX_RUNS`], [`MAX_EVENTS`] and
+/// [`MAX_FLOW_RESULTS`].
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most runs (`--max-runs`).
+    pub max_runs: u64,
+    /// Lift the limits on estimated events and per-flow results (`--i-know`).
+    pub i_know: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_runs: DEFAULT_MAX_RUNS,
+            i_know: false,
+        }
+    }
+}
+
+impl Limits {
+    /// Refuses a sweep of `runs` runs (`None`: more than a u64 counts).
+    pub fn check_runs(&self, runs: Option<u64>) -> Result<(), String> {
+        match runs {
+            Some(n) if n <= self.max_runs => Ok(()),
+            Some(n) => Err(format!(
+                "sweep too large: {n} runs, more than --max-runs allows ({}); pass \
+                 --max-runs {n} to run it anyway",
+                self.max_runs
+            )),
+            None => Err("sweep too large: more runs than can be counted (--seeds, lists)".into()),
+        }
+    }
+
+    /// Refuses a sweep that is estimated to cost more than the limits allow: its number of
+    /// runs, simulator events ([`Scenario::estimated_events`]) and per-flow results.
+    pub fn check(&self, runs: &[Run]) -> Result<(), String> {
+        self.check_runs(Some(runs.len() as u64))?;
+        let size = SweepSize::of(runs);
+        if self.i_know {
+            return Ok(());
+        }
+        if size.events > MAX_EVENTS {
+            return Err(format!(
+                "sweep too costly: about {:.1e} simulator events ({}), roughly {:.0} \
+                 core-hours, over the limit of {MAX_EVENTS:.0e}; shorten it or pass --i-know \
+                 to run it anyway",
+                size.events,
+                size.describe(),
+                size.events / EVENTS_PER_CORE_SECOND / 3600.0
+            ));
+        }
+        if size.flow_results > MAX_FLOW_RESULTS {
+            return Err(format!(
+                "sweep too large: {} per-flow results to keep ({}), about {} GB, over the \
+                 limit of {MAX_FLOW_RESULTS}; use fewer runs or flows, or pass --i-know to \
+                 run it anyway",
+                size.flow_results,
+                size.describe(),
+                size.flow_results * 200 / 1_000_000_000
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Largest settings file (`sim --config`, a `reproduce` experiment) read: 1 MiB, far more
+/// than any list of settings needs, so that a wrong path (a log, a device) fails at once.
+pub const MAX_SETTINGS_FILE: u64 = 1 << 20;
+
+/// Reads a settings file of at most [`MAX_SETTINGS_FILE`] bytes; errors say why without
+/// naming the file (the caller does).
+pub fn read_settings_file(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+    // Read one byte past the limit rather than trusting the size in the metadata, which
+    // is 0 for pipes and devices.
+    let mut bytes = Vec::new();
+    file.take(MAX_SETTINGS_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > MAX_SETTINGS_FILE {
+        return Err(format!(
+            "larger than {} KiB; a settings file is a few lines of TOML",
+            MAX_SETTINGS_FILE / 1024
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
+}
+
+/// What a sweep will cost, estimated before it starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SweepSize {
+    /// Runs.
+    pub runs: u64,
+    /// Measured flows summed over the runs (each keeps a result).
+    pub flow_results: u64,
+    /// Simulated seconds summed over the runs.
+    pub sim_seconds: f64,
+    /// Simulator events summed over the runs, estimated.
+    pub events: f64,
+}
+
+impl SweepSize {
+    /// The size of `runs`.
+    pub fn of(runs: &[Run]) -> SweepSize {
+        let mut size = SweepSize::default();
+        for r in runs {
+            let sc = &r.scenario;
+            size.runs += 1;
+            size.flow_results += sc.flows as u64;
+            size.sim_seconds += sc.duration.as_secs_f64();
+            size.events += sc.estimated_events();
+        }
+        size
+    }
+
+    /// "N run(s), F flow(s) and S simulated seconds in all".
+    fn describe(&self) -> String {
+        format!(
+            "{} run(s), {} flow(s) and {:.1} simulated seconds in all",
+            self.runs, self.flow_results, self.sim_seconds
+        )
+    }
+}
+
 /// Values given for each axis (a list each), before expansion.
 #[derive(Debug, Clone, Default)]
 pub struct Axes {
@@ -124,11 +265,26 @@ impl Axes {
         self.values.extend(other.values);
     }
 
+    /// Runs the sweep holds: the product of the axes' list lengths times `seeds`; `None`
+    /// if that overflows.
+    pub fn run_count(&self, seeds: u64) -> Option<u64> {
+        self.values
+            .values()
+            .try_fold(seeds, |n, list| n.checked_mul(list.len() as u64))
+    }
+
     /// Expands into runs: cartesian product of all axes, each with seeds `seed..seed+seeds`.
-    pub fn expand(&self, seed: u64, seeds: u64) -> Result<Vec<Run>, String> {
+    /// Refuses, before building any, a sweep of more runs than `limits` allow.
+    pub fn expand(&self, seed: u64, seeds: u64, limits: &Limits) -> Result<Vec<Run>, String> {
         if seeds == 0 {
             return Err("--seeds: must be at least 1".into());
         }
+        if seed.checked_add(seeds).is_none() {
+            return Err(format!(
+                "--seed: {seed} plus {seeds} seeds is beyond the largest seed"
+            ));
+        }
+        limits.check_runs(self.run_count(seeds))?;
         if self.has("ge") && self.has("loss") {
             return Err("--ge and --loss both set: give one loss model".into());
         }
@@ -306,7 +462,7 @@ mod tests {
         let mut a = Axes::default();
         a.set("delay", "10ms,50ms,100ms").unwrap();
         a.set("scheme", "sack,newreno").unwrap();
-        let runs = a.expand(1, 2).unwrap();
+        let runs = a.expand(1, 2, &Limits::default()).unwrap();
         assert_eq!(runs.len(), 12);
         assert_eq!(a.swept(), vec!["scheme".to_string(), "delay".to_string()]);
         assert_eq!(runs[0].scenario.delay, Duration::from_millis(10));
@@ -317,25 +473,99 @@ mod tests {
     fn errors_name_the_field() {
         let mut a = Axes::default();
         a.set("delay", "20xs").unwrap();
-        let e = a.expand(1, 1).unwrap_err();
+        let e = a.expand(1, 1, &Limits::default()).unwrap_err();
         assert!(e.starts_with("--delay:"), "{e}");
         let mut a = Axes::default();
         a.set("bottleneck", "-5mbit").unwrap();
-        assert!(a.expand(1, 1).unwrap_err().starts_with("--bottleneck:"));
+        assert!(a
+            .expand(1, 1, &Limits::default())
+            .unwrap_err()
+            .starts_with("--bottleneck:"));
         let mut a = Axes::default();
         a.set("scheme", "warp").unwrap();
-        assert!(a.expand(1, 1).unwrap_err().contains("unknown scheme"));
+        assert!(a
+            .expand(1, 1, &Limits::default())
+            .unwrap_err()
+            .contains("unknown scheme"));
     }
 
     #[test]
     fn toml_uses_flag_names_and_lists() {
         let a = Axes::from_toml("delay = [\"10ms\", \"20ms\"]\nflows = 4\ndelayed_ack = true\n")
             .unwrap();
-        let runs = a.expand(1, 1).unwrap();
+        let runs = a.expand(1, 1, &Limits::default()).unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].scenario.flows, 4);
         assert!(runs[0].scenario.delayed_ack);
         assert!(Axes::from_toml("delay = ").is_err());
         assert!(Axes::from_toml("warp = 9").unwrap_err().contains("unknown"));
+    }
+
+    #[test]
+    fn run_count_is_the_product_of_the_lists_and_seeds() {
+        let mut a = Axes::default();
+        a.set("delay", "10ms,50ms,100ms").unwrap();
+        a.set("scheme", "sack,newreno").unwrap();
+        assert_eq!(a.run_count(5), Some(30));
+        assert_eq!(a.run_count(u64::MAX), None);
+    }
+
+    #[test]
+    fn too_many_runs_are_refused_before_expanding() {
+        let mut a = Axes::default();
+        a.set("delay", "10ms,50ms,100ms").unwrap();
+        let limits = Limits {
+            max_runs: 20,
+            i_know: true,
+        };
+        assert_eq!(a.expand(1, 6, &limits).unwrap().len(), 18);
+        let e = a.expand(1, 7, &limits).unwrap_err();
+        assert!(e.contains("21 runs") && e.contains("--max-runs 21"), "{e}");
+        // 2^63 seeds would be 3 * 2^63 runs; the product is checked, not wrapped.
+        let e = a.expand(1, 1 << 63, &limits).unwrap_err();
+        assert!(e.contains("more runs than can be counted"), "{e}");
+        let e = a.expand(u64::MAX, 1, &limits).unwrap_err();
+        assert!(e.starts_with("--seed:"), "{e}");
+    }
+
+    #[test]
+    fn a_costly_sweep_needs_i_know() {
+        // 200 runs of 220 s at 100 Mb/s: about 2.2e9 events in all, fine...
+        let mut a = Axes::default();
+        a.set("delay", "10ms,20ms").unwrap();
+        let limits = Limits::default();
+        let runs = a.expand(1, 100, &limits).unwrap();
+        limits.check(&runs).unwrap();
+        // ...but at 10 Gb/s, 100 times as many: 2.2e11, over the limit.
+        a.set("bottleneck", "10gbit").unwrap();
+        let runs = a.expand(1, 100, &limits).unwrap();
+        let e = limits.check(&runs).unwrap_err();
+        assert!(
+            e.contains("2.2e11 simulator events") && e.contains("--i-know"),
+            "{e}"
+        );
+        let size = SweepSize::of(&runs);
+        assert_eq!(size.runs, 200);
+        assert_eq!(size.sim_seconds, 200.0 * 220.0);
+        Limits {
+            i_know: true,
+            ..limits
+        }
+        .check(&runs)
+        .unwrap();
+    }
+
+    #[test]
+    fn too_many_flow_results_need_i_know() {
+        // 2 000 runs of 10 000 flows each: 2e7 per-flow results, for a 1 ms run.
+        let mut a = Axes::default();
+        a.set("flows", "10000").unwrap();
+        a.set("topology", "dumbbell").unwrap();
+        a.set("duration", "1ms").unwrap();
+        a.set("bottleneck", "13kbit").unwrap();
+        let limits = Limits::default();
+        let runs = a.expand(1, 2000, &limits).unwrap();
+        let e = limits.check(&runs).unwrap_err();
+        assert!(e.contains("20000000 per-flow results"), "{e}");
     }
 }

@@ -109,6 +109,188 @@ fn bad_input_is_one_clear_line_and_exit_code_2() {
     }
 }
 
+/// Asserts that `args` fails at once with exit status 2 and one line naming `needle`.
+fn refused_quickly(args: &[&str], needle: &str) {
+    let started = std::time::Instant::now();
+    let out = tcpfec(args);
+    let took = started.elapsed();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    // Refused before simulating anything: well within a second, on any machine.
+    assert!(took.as_secs_f64() < 1.0, "{args:?} took {took:?}");
+}
+
+#[test]
+fn degenerate_values_are_refused_naming_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--max-window", "0"], "--max-window"),
+        (&["--buffer", "0"], "--buffer"),
+        (&["--host-buffer", "0"], "--host-buffer"),
+        (&["--bottleneck", "11999bit"], "--bottleneck"),
+        (&["--access-rate", "1kbit"], "--access-rate"),
+        (
+            &["--packet-size", "1000", "--bottleneck", "7kbit"],
+            "--bottleneck",
+        ),
+        (&["--min-rto", "0s"], "--min-rto"),
+        (&["--min-rto", "2min"], "--min-rto"),
+        (&["--start", "300s"], "--start"),
+        (&["--start", "0s..300s"], "--start"),
+        (&["--start", "100s", "--window", "0s..50s"], "--start"),
+        (&["--duration", "100000s"], "--duration"),
+        (&["--duration", "99999999999999999999999s"], "--duration"),
+        (&["--delay", "2min"], "--delay"),
+        (&["--access-delay", "1ms..2min"], "--access-delay"),
+        (&["--packet-size", "40"], "--packet-size"),
+        (&["--flows", "0"], "--flows"),
+        (&["--flows", "-3"], "--flows"),
+        (&["--flows", "200000"], "--flows"),
+        (&["--background", "4294967295"], "--background"),
+        (&["--seeds", "0"], "--seeds"),
+        (
+            &["--seed", "18446744073709551615", "--seeds", "2"],
+            "--seed",
+        ),
+        (&["--loss", "nan"], "--loss"),
+        (
+            &["--loss-schedule", "1%/2%@10000000000000s"],
+            "--loss-schedule",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec!["sim", "-q"];
+        all.extend_from_slice(args);
+        refused_quickly(&all, needle);
+    }
+}
+
+#[test]
+fn config_files_are_checked_like_flags_and_limited_in_size() {
+    let dir = std::env::temp_dir().join(format!("tcpfec-cli-bounds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.toml");
+    let path = file.to_str().unwrap();
+    for (text, needle) in [
+        ("buffer = 0\n", "--buffer"),
+        ("max_window = [10, 0]\n", "--max-window"),
+        ("min-rto = \"0ms\"\n", "--min-rto"),
+        ("duration = \"10s\"\nstart = \"20s\"\n", "--start"),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        refused_quickly(&["sim", "--config", path], needle);
+    }
+    // Two MiB of comments: valid TOML, but no settings file is that large.
+    std::fs::write(&file, "# padding\n".repeat(210_000)).unwrap();
+    refused_quickly(&["sim", "--config", path], "larger than 1024 KiB");
+    // An endless file is refused after the first MiB, not read to exhaustion.
+    if std::path::Path::new("/dev/zero").exists() {
+        refused_quickly(&["sim", "--config", "/dev/zero"], "larger than 1024 KiB");
+    }
+    // An experiment file for `reproduce` goes through the same checks.
+    std::fs::write(
+        &file,
+        "id = \"x\"\ntitle = \"x\"\nseeds = 1\nquick_seeds = 1\n[base]\nbuffer = \"0\"\n\
+         [[figure]]\nid = \"f\"\ntitle = \"f\"\nx = \"delay\"\nx_values = [\"10ms\"]\n\
+         x_label = \"x\"\nseries = [\"sack\"]\nmetric = \"goodput_mbps\"\ny_label = \"y\"\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = out_dir.to_str().unwrap();
+    refused_quickly(&["reproduce", path, "--out", out, "-q"], "--buffer");
+    std::fs::write(&file, "# padding\n".repeat(210_000)).unwrap();
+    refused_quickly(
+        &["reproduce", path, "--out", out, "-q"],
+        "larger than 1024 KiB",
+    );
+    assert!(
+        !out_dir.exists(),
+        "nothing written for a refused experiment"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn oversized_sweeps_are_refused_before_starting_with_the_override() {
+    // 20 000 runs, over the default of 10 000.
+    refused_quickly(&["sim", "--seeds", "20000"], "--max-runs 20000");
+    // 2^63 seeds at two delays: 2^64 runs, more than a u64 counts.
+    refused_quickly(
+        &[
+            "sim",
+            "--seeds",
+            "9223372036854775808",
+            "--delay",
+            "1ms,2ms",
+        ],
+        "more runs than can be counted",
+    );
+    // One run of a simulated day at 10 Gb/s: some 4e11 events, over a hundred core-hours.
+    refused_quickly(
+        &["sim", "--bottleneck", "10gbit", "--duration", "86400s"],
+        "--i-know",
+    );
+    // The same on `reproduce`: a built-in experiment with a million seeds per point.
+    refused_quickly(
+        &["reproduce", "sato-ch4", "--seeds", "1000000", "-q"],
+        "--max-runs 1000000",
+    );
+    // The overrides are accepted: 12 000 one-millisecond runs are allowed with --max-runs.
+    let out = tcpfec(&[
+        "sim",
+        "--seeds",
+        "12000",
+        "--max-runs",
+        "12000",
+        "--duration",
+        "1ms",
+        "--json",
+        "-q",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap().lines().count(),
+        12_000
+    );
+}
+
+#[test]
+fn ten_thousand_flows_run_in_bounded_memory() {
+    // The measurement wrapper reports the peak resident size of the one child it runs.
+    let exe = env!("CARGO_BIN_EXE_tcpfec");
+    let out = tcpfec(&[
+        "bench",
+        "sim",
+        "--measure",
+        "--",
+        exe,
+        "sim",
+        "--topology",
+        "dumbbell",
+        "--flows",
+        "10000",
+        "--duration",
+        "1ms",
+        "--json",
+        "-q",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let peak_mb = v["peak_rss_mb"].as_f64().unwrap();
+    // About 40 KB per flow; a table of routes between 20 002 nodes alone would be 1.6 GB.
+    assert!(peak_mb < 1000.0, "peak {peak_mb} MB for 10 000 flows");
+}
+
 #[test]
 fn toml_config_runs_and_flags_override_it() {
     let dir = std::env::temp_dir().join(format!("tcpfec-cli-{}", std::process::id()));

@@ -14,5 +14,8 @@ pub mod units;
 
 pub use loss::LossSpec;
 pub use metrics::{FlowResult, RunResult};
-pub use scenario::{App, Scenario, Start, Topology, HEADER_BYTES};
+pub use scenario::{
+    App, Scenario, Start, Topology, EVENTS_PER_PACKET, HEADER_BYTES, MAX_DELAY, MAX_DURATION,
+    MAX_FLOWS,
+};
 pub use sim::run;

@@ -85,10 +85,12 @@ impl LossSpec {
         if period.is_zero() {
             return Err(format!("'{s}': the period must be positive"));
         }
+        let period_ns = u64::try_from(period.as_nanos())
+            .map_err(|_| format!("'{s}': the period is too long"))?;
         Ok(LossSpec::Switching {
             first,
             second,
-            period_ns: period.as_nanos() as u64,
+            period_ns,
         })
     }
 
@@ -210,5 +212,8 @@ mod tests {
         assert!((rate(&mut m, 25 * s) - 0.001).abs() < 5e-4);
         assert!(LossSpec::parse_switching("1%/2%").is_err());
         assert!(LossSpec::parse_switching("1%/2%@0s").is_err());
+        // 10^13 s is more nanoseconds than a u64 holds: refused, not wrapped around.
+        let long = LossSpec::parse_switching("1%/2%@10000000000000s").unwrap_err();
+        assert!(long.contains("too long"), "{long}");
     }
 }

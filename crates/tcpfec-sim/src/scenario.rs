@@ -9,6 +9,22 @@ use tcpfec_proto::{Config, Scheme};
 /// `tcpip_base_hdr_size_`. SACK blocks add option bytes on ACKs; see `docs/header-model.md`.
 pub const HEADER_BYTES: u32 = 40;
 
+/// Longest simulated time a run may have: one day. Longer runs would take hours of wall
+/// time per run; the limit makes a typo such as `220000s` an error, not a stuck sweep.
+pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
+
+/// Most flows (measured plus background) one run may have. Each bulk flow keeps about
+/// 40 KB (its engines and queued application data), so this is about 4 GB per run.
+pub const MAX_FLOWS: u32 = 100_000;
+
+/// Longest one-way propagation delay of a link (bottleneck or access): a minute, far
+/// beyond any terrestrial or satellite path.
+pub const MAX_DELAY: Duration = Duration::from_secs(60);
+
+/// Events a packet crossing the bottleneck costs, about: arrivals at the three hops of its
+/// path and at the three hops of the ACK it causes (used by [`Scenario::estimated_events`]).
+pub const EVENTS_PER_PACKET: f64 = 6.0;
+
 /// Network shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -159,10 +175,38 @@ impl Default for Scenario {
 }
 
 impl Scenario {
-    /// Checks the combination of values; the message names the offending field.
+    /// Checks the combination of values; the message names the offending field (as its
+    /// command-line flag) and what it must be. Besides values the simulator cannot run, it
+    /// refuses degenerate ones that would run and report nonsense (no queue, a window of
+    /// zero, a link slower than one packet per second, flows that never start) and sizes
+    /// beyond the stated maxima ([`MAX_DURATION`], [`MAX_FLOWS`], [`MAX_DELAY`]).
     pub fn validate(&self) -> Result<(), String> {
+        self.validate_counts()?;
+        self.validate_rates()?;
+        self.validate_times()?;
+        self.validate_app()
+    }
+
+    /// Flows, packet size, windows and queues.
+    fn validate_counts(&self) -> Result<(), String> {
         if self.flows == 0 {
             return Err("--flows: must be at least 1".into());
+        }
+        if self.flows as u64 + self.background as u64 > MAX_FLOWS as u64 {
+            let background = match self.background {
+                0 => String::new(),
+                n => format!(" plus {n} background flows"),
+            };
+            let flag = if self.flows > MAX_FLOWS {
+                "--flows"
+            } else {
+                "--background"
+            };
+            return Err(format!(
+                "{flag}: {} flows{background} are more than the {MAX_FLOWS} a run may hold \
+                 (each bulk flow needs about 40 KB of memory)",
+                self.flows
+            ));
         }
         if self.packet_size <= HEADER_BYTES || self.packet_size > 65_535 {
             return Err(format!(
@@ -174,8 +218,70 @@ impl Scenario {
         if self.initial_window == 0 {
             return Err("--initial-window: must be at least 1 segment".into());
         }
+        if self.max_window == Some(0) {
+            return Err(
+                "--max-window: must be at least 1 packet (a window of 0 sends nothing)".into(),
+            );
+        }
+        if self.buffer == 0 {
+            return Err("--buffer: must be at least 1 packet".into());
+        }
+        if self.host_buffer == Some(0) {
+            return Err("--host-buffer: must be at least 1 packet (or inf)".into());
+        }
+        Ok(())
+    }
+
+    /// Link rates: each must carry at least one full packet per second.
+    fn validate_rates(&self) -> Result<(), String> {
+        let least = self.packet_size as u64 * 8;
+        for (flag, bps) in [
+            ("--bottleneck", self.bottleneck_bps),
+            ("--access-rate", self.access_bps),
+        ] {
+            if bps < least {
+                return Err(format!(
+                    "{flag}: {bps} bit/s carries less than one {}-byte packet per second; \
+                     give at least {least}bit",
+                    self.packet_size
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Duration, delays, RTO, measurement window and start times.
+    fn validate_times(&self) -> Result<(), String> {
         if self.duration.is_zero() {
             return Err("--duration: must be positive".into());
+        }
+        if self.duration > MAX_DURATION {
+            return Err(format!(
+                "--duration: {:?} is longer than the maximum of {:?} (one simulated day)",
+                self.duration, MAX_DURATION
+            ));
+        }
+        if self.delay > MAX_DELAY {
+            return Err(format!(
+                "--delay: {:?} is longer than the maximum of {MAX_DELAY:?}",
+                self.delay
+            ));
+        }
+        if self.access_delay.1 > MAX_DELAY {
+            return Err(format!(
+                "--access-delay: {:?} is longer than the maximum of {MAX_DELAY:?}",
+                self.access_delay.1
+            ));
+        }
+        if self.min_rto.is_zero() {
+            return Err("--min-rto: must be positive (RFC 6298 uses 1s, Linux 200ms)".into());
+        }
+        let max_rto = Config::default().max_rto;
+        if self.min_rto > max_rto {
+            return Err(format!(
+                "--min-rto: {:?} is above the maximum RTO of {max_rto:?}",
+                self.min_rto
+            ));
         }
         if self.window.0 >= self.window.1 {
             return Err("--window: must be a non-empty range A..B".into());
@@ -186,6 +292,33 @@ impl Scenario {
                 self.window.1, self.duration
             ));
         }
+        self.validate_start()
+    }
+
+    /// Every flow must start before the run ends, and some before the window closes.
+    fn validate_start(&self) -> Result<(), String> {
+        let (first, last) = match self.start {
+            Start::Fixed { at } => (at, at),
+            Start::Uniform { from, to } => (from, to),
+        };
+        if last >= self.duration {
+            return Err(format!(
+                "--start: flows start as late as {last:?}, not before the end of the run \
+                 ({:?})",
+                self.duration
+            ));
+        }
+        if first >= self.window.1 {
+            return Err(format!(
+                "--start: flows start at {first:?}, after the measurement window ends ({:?})",
+                self.window.1
+            ));
+        }
+        Ok(())
+    }
+
+    /// The application and the schemes that need a particular one.
+    fn validate_app(&self) -> Result<(), String> {
         if let App::Transfer { bytes: 0 } = self.app {
             return Err("--transfer: must be at least 1 byte".into());
         }
@@ -243,6 +376,42 @@ impl Scenario {
             + 2.0 * serialise(self.access_bps)
     }
 
+    /// Roughly how many events the run will process at most, to size a sweep before it
+    /// starts: about [`EVENTS_PER_PACKET`] per packet the bottleneck carries at full rate
+    /// (in both directions when background flows send against the measured ones), fewer
+    /// when a receiver window, a streaming rate or a finite transfer limits the packets,
+    /// plus a rate-limited application's tick every millisecond per flow.
+    pub fn estimated_events(&self) -> f64 {
+        let secs = self.duration.as_secs_f64();
+        let flows = self.flows as f64 + self.background as f64;
+        let mut pps = self.bottleneck_bps as f64 / (self.packet_size as f64 * 8.0);
+        if let Some(w) = self.max_window {
+            // A window of w packets per round trip, per flow.
+            pps = pps.min(flows * w as f64 / self.base_rtt_s());
+        }
+        if let (App::Rate { bps }, 0) = (self.app, self.background) {
+            // The applications offer no more than their rate.
+            pps = pps.min(self.flows as f64 * bps as f64 / (self.packet_size as f64 * 8.0));
+        }
+        let directions = if self.background > 0 && self.background_uplink {
+            2.0
+        } else {
+            1.0
+        };
+        let mut packets = pps * directions * secs;
+        if let (App::Transfer { bytes }, 0) = (self.app, self.background) {
+            // A finite transfer stops early; twice its segments leaves room for
+            // retransmissions and repair packets.
+            let segments = (bytes as f64 / self.mss() as f64).ceil();
+            packets = packets.min(2.0 * self.flows as f64 * segments);
+        }
+        let ticks = match self.app {
+            App::Rate { .. } => self.flows as f64 * secs * 1e9 / crate::sim::APP_TICK_NS as f64,
+            _ => 0.0,
+        };
+        EVENTS_PER_PACKET * packets + ticks
+    }
+
     /// The configuration of the background flows: Reno with the same engine settings.
     pub fn background_config(&self) -> Config {
         Config {
@@ -259,5 +428,131 @@ impl Scenario {
             return a;
         }
         a + (b - a).mul_f64(i as f64 / (self.flows - 1) as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    /// One change to a scenario.
+    type Change = fn(&mut Scenario);
+
+    /// The error `validate` gives after `change` to the default scenario.
+    fn refused(change: Change) -> String {
+        let mut sc = Scenario::default();
+        change(&mut sc);
+        sc.validate().expect_err("a degenerate value is refused")
+    }
+
+    #[test]
+    fn degenerate_values_are_refused_naming_the_flag() {
+        Scenario::default().validate().unwrap();
+        let cases: &[(&str, Change)] = &[
+            ("--flows", |s| s.flows = 0),
+            ("--flows", |s| s.flows = MAX_FLOWS + 1),
+            ("--background", |s| s.background = MAX_FLOWS),
+            ("--background", |s| s.background = u32::MAX),
+            ("--packet-size", |s| s.packet_size = HEADER_BYTES),
+            ("--initial-window", |s| s.initial_window = 0),
+            ("--max-window", |s| s.max_window = Some(0)),
+            ("--buffer", |s| s.buffer = 0),
+            ("--host-buffer", |s| s.host_buffer = Some(0)),
+            ("--bottleneck", |s| s.bottleneck_bps = 11_999),
+            ("--access-rate", |s| s.access_bps = 100),
+            ("--duration", |s| s.duration = Duration::ZERO),
+            ("--duration", |s| s.duration = MAX_DURATION + secs(1)),
+            ("--delay", |s| s.delay = MAX_DELAY + secs(1)),
+            ("--access-delay", |s| s.access_delay = (secs(1), secs(61))),
+            ("--min-rto", |s| s.min_rto = Duration::ZERO),
+            ("--min-rto", |s| s.min_rto = secs(61)),
+            ("--window", |s| s.window = (secs(30), secs(30))),
+            ("--window", |s| s.window = (secs(0), secs(221))),
+            ("--start", |s| s.start = Start::Fixed { at: secs(220) }),
+            ("--start", |s| {
+                s.start = Start::Uniform {
+                    from: secs(0),
+                    to: secs(300),
+                }
+            }),
+            ("--start", |s| {
+                s.window = (secs(0), secs(100));
+                s.start = Start::Fixed { at: secs(150) };
+            }),
+            ("--transfer", |s| s.app = App::Transfer { bytes: 0 }),
+            ("--app-rate", |s| s.app = App::Rate { bps: 0 }),
+        ];
+        for (flag, change) in cases {
+            let e = refused(*change);
+            assert!(e.starts_with(flag), "{flag}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_smallest_sane_values_are_accepted() {
+        let sc = Scenario {
+            bottleneck_bps: 12_000,
+            access_bps: 12_000,
+            buffer: 1,
+            host_buffer: Some(1),
+            max_window: Some(1),
+            min_rto: Duration::from_nanos(1),
+            duration: MAX_DURATION,
+            window: (Duration::ZERO, MAX_DURATION),
+            delay: MAX_DELAY,
+            flows: MAX_FLOWS,
+            ..Scenario::default()
+        };
+        sc.validate().unwrap();
+    }
+
+    /// (estimated, simulated) events of `sc`.
+    fn estimate_and_actual(sc: &Scenario) -> (f64, f64) {
+        (sc.estimated_events(), crate::run(sc).events as f64)
+    }
+
+    #[test]
+    fn event_estimate_is_near_what_saturated_runs_cost() {
+        let saturated = Scenario {
+            delay: Duration::from_millis(1),
+            loss: crate::LossSpec::None,
+            buffer: 1000,
+            duration: secs(3),
+            window: (secs(0), secs(3)),
+            ..Scenario::default()
+        };
+        let against_background = Scenario {
+            topology: Topology::Dumbbell,
+            flows: 10,
+            background: 10,
+            buffer: 500,
+            ..saturated.clone()
+        };
+        let streaming = Scenario {
+            topology: Topology::Dumbbell,
+            flows: 20,
+            app: App::Rate { bps: 1_000_000 },
+            ..saturated.clone()
+        };
+        let transfer = Scenario {
+            app: App::Transfer { bytes: 1_000_000 },
+            ..saturated.clone()
+        };
+        let windowed = Scenario {
+            delay: Duration::from_millis(50),
+            max_window: Some(20),
+            ..saturated.clone()
+        };
+        for sc in [saturated, against_background, streaming, transfer, windowed] {
+            let (estimate, actual) = estimate_and_actual(&sc);
+            assert!(
+                actual <= 1.1 * estimate && actual >= estimate / 2.5,
+                "estimated {estimate:.0}, simulated {actual:.0}: {sc:?}"
+            );
+        }
     }
 }

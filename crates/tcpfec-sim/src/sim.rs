@@ -17,7 +17,7 @@ const PATTERN_LEN: usize = 1_048_573;
 /// Bulk senders top their buffer up in chunks of this size.
 const WRITE_CHUNK: usize = 64 * 1024;
 /// How often a rate-limited application is offered the chance to write.
-const APP_TICK_NS: u64 = 1_000_000;
+pub(crate) const APP_TICK_NS: u64 = 1_000_000;
 /// Random stream of the flows' start times.
 const START_STREAM: u64 = 1;
 

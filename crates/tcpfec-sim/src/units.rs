@@ -38,7 +38,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             ))
         }
     };
-    Ok(Duration::from_secs_f64(v * scale))
+    Duration::try_from_secs_f64(v * scale)
+        .map_err(|_| format!("'{s}' is too long to be a duration"))
 }
 
 /// Parses a bit rate such as `100mbit`, `50Mbps`, `1gbit`, `500kbit`, `9600bit`.
@@ -135,6 +136,8 @@ mod tests {
         assert!(parse_duration("20").is_err());
         assert!(parse_duration("-5ms").is_err());
         assert!(parse_duration("5 parsecs").is_err());
+        // Beyond what a Duration holds: an error, not a panic.
+        assert!(parse_duration("99999999999999999999999s").is_err());
         assert_eq!(parse_rate("100mbit").unwrap(), 100_000_000);
         assert_eq!(parse_rate("50Mbps").unwrap(), 50_000_000);
         assert!(parse_rate("-1mbit").is_err());
