@@ -207,6 +207,14 @@ fn fectcp_moves_a_file_through_a_lossy_relay() {
     assert_eq!(v["stats"]["retransmissions"], 0, "{v}");
 }
 
+/// Waits for `child` to exit with `code`; returns its output.
+fn exits_with(child: Child, code: i32) -> std::process::Output {
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{err}");
+    o
+}
+
 /// Sends `sig` to a child process.
 fn signal(child: &Child, sig: i32) {
     // SAFETY: kill() on a pid we own (the child has not been reaped yet).
@@ -262,13 +270,7 @@ fn a_stopped_receiver_removes_its_partial_file_and_the_sender_hears_at_once() {
     let (recv, _lines, sender, mut relay, out) = transfer_in_progress(&dir);
     signal(&recv, libc::SIGTERM);
     let stopped = Instant::now();
-    let r = recv.wait_with_output().unwrap();
-    assert_eq!(
-        r.status.code(),
-        Some(143),
-        "{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    let r = exits_with(recv, 143);
     assert!(String::from_utf8_lossy(&r.stderr).contains("stopped by SIGTERM"));
     assert!(listing(&out).is_empty(), "{:?}", listing(&out));
     let o = sender.wait_with_output().unwrap();
@@ -292,13 +294,7 @@ fn a_stopped_sender_tells_the_receiver_which_keeps_nothing_partial() {
     let (recv, mut lines, sender, mut relay, out) = transfer_in_progress(&dir);
     signal(&sender, libc::SIGINT);
     let stopped = Instant::now();
-    let o = sender.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    exits_with(sender, 130);
     let v = wait_event(&mut lines, "failed");
     assert!(
         stopped.elapsed() < Duration::from_secs(5),
@@ -383,13 +379,7 @@ fn a_stopped_tunnel_resets_its_connections_and_exits_by_signal() {
     assert_eq!(&four, b"ping");
     signal(&server, libc::SIGTERM);
     let stopped = Instant::now();
-    let o = server.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(143),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    exits_with(server, 143);
     let mut rest = Vec::new();
     let e = app.read_to_end(&mut rest).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
@@ -399,8 +389,7 @@ fn a_stopped_tunnel_resets_its_connections_and_exits_by_signal() {
         stopped.elapsed()
     );
     signal(&client, libc::SIGINT);
-    let o = client.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130));
+    let o = exits_with(client, 130);
     let log = String::from_utf8_lossy(&o.stderr);
     assert!(log.contains("the peer stopped"), "{log}");
     std::fs::remove_dir_all(&dir).unwrap();

@@ -12,6 +12,7 @@
 //! sender in segments.
 
 use super::filter::MaxFilter;
+use super::recovery::RecoveryState;
 use super::{AckEvent, CongestionControl, Window};
 use crate::rate::RateSample;
 use crate::time::Instant;
@@ -133,11 +134,7 @@ pub struct Bbr {
     probe_rtt_done_stamp: Option<Instant>,
     probe_rtt_round_done: bool,
     prior_cwnd: f64,
-    // Loss recovery.
-    in_recovery: bool,
-    packet_conservation: bool,
-    conservation_round_end: u64,
-    recovery_entered: bool,
+    recovery: RecoveryState,
     rng: u64,
 }
 
@@ -196,10 +193,7 @@ impl Bbr {
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             prior_cwnd: 0.0,
-            in_recovery: false,
-            packet_conservation: false,
-            conservation_round_end: 0,
-            recovery_entered: false,
+            recovery: RecoveryState::default(),
             rng: seed ^ 0x9e37_79b9_7f4a_7c15,
         };
         // Before any RTT sample: the initial window per millisecond, times the gain.
@@ -507,7 +501,7 @@ impl Bbr {
         if self.full_bw_reached || self.state != BbrState::Startup {
             return;
         }
-        if self.in_recovery
+        if self.recovery.in_recovery
             && self.loss_events_in_round >= STARTUP_FULL_LOSS_CNT
             && Self::is_inflight_too_high(rs)
         {
@@ -653,7 +647,7 @@ impl Bbr {
     }
 
     fn save_cwnd(&self) -> f64 {
-        if !self.in_recovery && self.state != BbrState::ProbeRtt {
+        if !self.recovery.in_recovery && self.state != BbrState::ProbeRtt {
             self.cwnd
         } else {
             self.prior_cwnd.max(self.cwnd)
@@ -745,7 +739,7 @@ impl Bbr {
         if ev.newly_lost > 0 {
             self.cwnd = (self.cwnd - ev.newly_lost as f64).max(self.mss);
         }
-        if self.packet_conservation {
+        if self.recovery.conserving {
             self.cwnd = self.cwnd.max(ev.inflight as f64 + ev.newly_acked as f64);
         } else if self.full_bw_reached {
             self.cwnd = (self.cwnd + ev.newly_acked as f64).min(max_inflight);
@@ -784,23 +778,19 @@ impl CongestionControl for Bbr {
     }
     fn on_congestion_event(&mut self, _now: Instant, _flight: u64) {
         // Entering fast recovery: remember the window, conserve packets for a round.
-        if !self.in_recovery {
+        if self.recovery.enter() {
             self.prior_cwnd = self.save_cwnd();
-            self.in_recovery = true;
-            self.recovery_entered = true;
         }
     }
     fn on_timeout(&mut self, _now: Instant, _flight: u64) {
         self.prior_cwnd = self.save_cwnd();
-        self.in_recovery = false;
-        self.packet_conservation = false;
+        self.recovery.leave();
         self.cwnd = self.mss;
         self.reset_lower_bounds();
         self.publish();
     }
     fn on_recovery_end(&mut self, _flight: usize) {
-        self.in_recovery = false;
-        self.packet_conservation = false;
+        self.recovery.leave();
         self.restore_cwnd();
         self.publish();
     }
@@ -811,14 +801,8 @@ impl CongestionControl for Bbr {
         Some(self.pacing_rate)
     }
     fn on_ack_event(&mut self, now: Instant, ev: &AckEvent) {
-        if self.recovery_entered {
-            self.recovery_entered = false;
-            self.cwnd = ev.inflight as f64 + (ev.newly_acked as f64).max(self.mss);
-            self.packet_conservation = true;
-            self.conservation_round_end = ev.delivered + ev.inflight;
-        }
-        if self.packet_conservation && ev.delivered >= self.conservation_round_end {
-            self.packet_conservation = false;
+        if let Some(w) = self.recovery.on_ack(ev, self.mss) {
+            self.cwnd = w;
         }
         if let Some(rs) = ev.sample {
             self.update_latest_delivery_signals(&rs, ev.delivered);
@@ -898,15 +882,26 @@ mod tests {
         }
     }
 
-    #[test]
-    fn startup_finds_the_bandwidth_then_drains_and_cycles() {
-        let mut b = Bbr::new(10, MSS as u16, 1);
+    /// A flow on a fresh scripted path, after `rounds` loss-free rounds at `BW`.
+    fn warmed(seed: u64, rounds: usize) -> (Bbr, Path) {
+        let mut b = Bbr::new(10, MSS as u16, seed);
         let mut p = Path {
             delivered: 0,
             now: 0,
         };
+        for _ in 0..rounds {
+            p.round(&mut b, BW, 100, 0);
+        }
+        (b, p)
+    }
+
+    const BW: f64 = 1_000_000.0; // 8 Mb/s
+
+    #[test]
+    fn startup_finds_the_bandwidth_then_drains_and_cycles() {
+        let (mut b, mut p) = warmed(1, 0);
         assert_eq!(b.state(), BbrState::Startup);
-        let bw = 1_000_000.0; // 8 Mb/s
+        let bw = BW;
         let mut seen = Vec::new();
         for _ in 0..60 {
             p.round(&mut b, bw, 100, 0);
@@ -939,15 +934,8 @@ mod tests {
 
     #[test]
     fn random_loss_below_the_threshold_does_not_lower_the_model() {
-        let mut b = Bbr::new(10, MSS as u16, 2);
-        let mut p = Path {
-            delivered: 0,
-            now: 0,
-        };
-        let bw = 1_000_000.0;
-        for _ in 0..30 {
-            p.round(&mut b, bw, 100, 0);
-        }
+        let (mut b, mut p) = warmed(2, 30);
+        let bw = BW;
         // 1 % loss every round: below the 2 % threshold.
         for _ in 0..60 {
             let lost = (0.01 * b.cwnd() * MSS) as u64;
@@ -959,15 +947,8 @@ mod tests {
 
     #[test]
     fn heavy_loss_while_probing_caps_inflight() {
-        let mut b = Bbr::new(10, MSS as u16, 3);
-        let mut p = Path {
-            delivered: 0,
-            now: 0,
-        };
-        let bw = 1_000_000.0;
-        for _ in 0..30 {
-            p.round(&mut b, bw, 100, 0);
-        }
+        let (mut b, mut p) = warmed(3, 30);
+        let bw = BW;
         assert!(b.inflight_hi().is_infinite());
         // 10 % loss: once a probe sees it, inflight_hi becomes finite.
         for _ in 0..40 {
@@ -979,12 +960,8 @@ mod tests {
 
     #[test]
     fn probe_rtt_comes_every_five_seconds_and_cuts_the_window() {
-        let mut b = Bbr::new(10, MSS as u16, 4);
-        let mut p = Path {
-            delivered: 0,
-            now: 0,
-        };
-        let bw = 1_000_000.0;
+        let (mut b, mut p) = warmed(4, 0);
+        let bw = BW;
         let mut min_cwnd_in_probe = f64::INFINITY;
         let mut entered = 0;
         let mut last = b.state();

@@ -8,6 +8,7 @@
 //! known weakness (it ignores loss even when it causes it) the reason version 3 exists.
 
 use super::filter::MaxFilter;
+use super::recovery::RecoveryState;
 use super::{AckEvent, CongestionControl, Window};
 use crate::rate::RateSample;
 use crate::time::Instant;
@@ -63,10 +64,7 @@ pub struct Bbr1 {
     probe_rtt_done_stamp: Option<Instant>,
     probe_rtt_round_done: bool,
     prior_cwnd: f64,
-    in_recovery: bool,
-    recovery_entered: bool,
-    packet_conservation: bool,
-    conservation_round_end: u64,
+    recovery: RecoveryState,
     rng: u64,
 }
 
@@ -100,10 +98,7 @@ impl Bbr1 {
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             prior_cwnd: 0.0,
-            in_recovery: false,
-            recovery_entered: false,
-            packet_conservation: false,
-            conservation_round_end: 0,
+            recovery: RecoveryState::default(),
             rng: seed ^ 0x2545_f491_4f6c_dd1d,
         };
         b.publish();
@@ -216,7 +211,7 @@ impl Bbr1 {
     }
 
     fn save_cwnd(&self) -> f64 {
-        if !self.in_recovery && self.state != Bbr1State::ProbeRtt {
+        if !self.recovery.in_recovery && self.state != Bbr1State::ProbeRtt {
             self.cwnd
         } else {
             self.prior_cwnd.max(self.cwnd)
@@ -277,7 +272,7 @@ impl Bbr1 {
         if ev.newly_lost > 0 {
             self.cwnd = (self.cwnd - ev.newly_lost as f64).max(self.mss);
         }
-        if self.packet_conservation {
+        if self.recovery.conserving {
             self.cwnd = self.cwnd.max(ev.inflight as f64 + ev.newly_acked as f64);
         } else if self.filled_pipe {
             self.cwnd = (self.cwnd + ev.newly_acked as f64).min(target);
@@ -310,22 +305,18 @@ impl CongestionControl for Bbr1 {
     }
     fn on_ack(&mut self, _now: Instant, _acked: u64, _srtt: Option<Duration>) {}
     fn on_congestion_event(&mut self, _now: Instant, _flight: u64) {
-        if !self.in_recovery {
+        if self.recovery.enter() {
             self.prior_cwnd = self.save_cwnd();
-            self.in_recovery = true;
-            self.recovery_entered = true;
         }
     }
     fn on_timeout(&mut self, _now: Instant, _flight: u64) {
         self.prior_cwnd = self.save_cwnd();
-        self.in_recovery = false;
-        self.packet_conservation = false;
+        self.recovery.leave();
         self.cwnd = self.mss;
         self.publish();
     }
     fn on_recovery_end(&mut self, _flight: usize) {
-        self.in_recovery = false;
-        self.packet_conservation = false;
+        self.recovery.leave();
         self.cwnd = self.cwnd.max(self.prior_cwnd);
         self.publish();
     }
@@ -336,14 +327,8 @@ impl CongestionControl for Bbr1 {
         Some(self.pacing_rate)
     }
     fn on_ack_event(&mut self, now: Instant, ev: &AckEvent) {
-        if self.recovery_entered {
-            self.recovery_entered = false;
-            self.cwnd = ev.inflight as f64 + (ev.newly_acked as f64).max(self.mss);
-            self.packet_conservation = true;
-            self.conservation_round_end = ev.delivered + ev.inflight;
-        }
-        if self.packet_conservation && ev.delivered >= self.conservation_round_end {
-            self.packet_conservation = false;
+        if let Some(w) = self.recovery.on_ack(ev, self.mss) {
+            self.cwnd = w;
         }
         match ev.sample {
             Some(rs) => {

@@ -8,6 +8,7 @@ mod bbr;
 mod bbr1;
 mod cubic;
 mod filter;
+mod recovery;
 mod reno;
 
 pub use bbr::{Bbr, BbrState};
