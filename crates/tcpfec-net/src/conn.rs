@@ -51,6 +51,9 @@ pub(crate) enum Phase {
 /// Per-connection driver state.
 pub(crate) struct Conn {
     pub(crate) peer: SocketAddr,
+    /// The address the connection was opened from (the server's key for repeated
+    /// Initials), kept when the connection moves.
+    pub(crate) origin: SocketAddr,
     /// The peer's connection id (0 until the client learns the server's).
     pub(crate) peer_id: u32,
     pub(crate) phase: Phase,
@@ -97,6 +100,7 @@ impl Conn {
     pub(crate) fn new(peer: SocketAddr, peer_id: u32, now: Instant) -> Self {
         Conn {
             peer,
+            origin: peer,
             peer_id,
             phase: Phase::Open,
             engine: None,
@@ -254,11 +258,16 @@ impl Conn {
         self.replay.mark(pn);
         self.last_recv = now;
         self.packets_in += 1;
+        // Control first: a path response must be checked against the challenge it
+        // answers, before this same packet could prompt another challenge.
+        let control = n > 0 && plain[0] == control::MARKER;
+        if control {
+            self.on_control(from, &plain[..n], stats, out);
+        }
         if from != self.peer && newest {
             self.challenge_path(now, from, stats, out);
         }
-        if n > 0 && plain[0] == control::MARKER {
-            self.on_control(from, &plain[..n], stats, out);
+        if control {
             return false;
         }
         let engine = self.engine.as_mut().expect("checked above");
@@ -307,7 +316,8 @@ impl Conn {
     }
 
     /// Sends a challenge to `from`, at most once per [`PATH_PROBE_INTERVAL`] per address,
-    /// so a burst of packets from the new address draws one challenge, not one each.
+    /// so a burst of packets from the new address draws one challenge, not one each; a
+    /// lost challenge is sent again when the next newest packet from there arrives.
     fn challenge_path(
         &mut self,
         now: Instant,
@@ -315,15 +325,17 @@ impl Conn {
         stats: &mut EndpointStats,
         out: &mut Vec<(SocketAddr, Vec<u8>)>,
     ) {
-        if self
-            .path_probe
-            .as_ref()
-            .is_some_and(|p| p.addr == from && now < p.sent + PATH_PROBE_INTERVAL)
-        {
-            return;
-        }
-        let mut nonce = [0u8; 8];
-        getrandom::getrandom(&mut nonce).expect("OS random source");
+        // The same address keeps its nonce (a response to an earlier copy still counts,
+        // however long the round trip); only a different address gets a new one.
+        let nonce = match &self.path_probe {
+            Some(p) if p.addr == from && now < p.sent + PATH_PROBE_INTERVAL => return,
+            Some(p) if p.addr == from => p.nonce,
+            _ => {
+                let mut nonce = [0u8; 8];
+                getrandom::getrandom(&mut nonce).expect("OS random source");
+                nonce
+            }
+        };
         let d = self.seal(&Control::PathChallenge(nonce).encode());
         self.push(from, d, stats, out);
         stats.path_challenges_sent += 1;

@@ -409,7 +409,7 @@ fn poll_all(shared: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
     }
     for id in dead {
         if let Some(c) = st.conns.remove(&id) {
-            st.by_client.remove(&(c.peer, c.peer_id));
+            st.by_client.remove(&(c.origin, c.peer_id));
         }
     }
     next

@@ -32,8 +32,12 @@ pub const DEFAULT_MAX_BYTES: usize = 32 << 20;
 pub const DEFAULT_MAX_SOURCES: usize = 1024;
 /// Default idle time after which a client's upstream socket is closed.
 pub const DEFAULT_IDLE_EXPIRY: Duration = Duration::from_secs(60);
-/// Datagrams waiting between the socket readers and a link before new ones are dropped.
-const HANDOVER_QUEUE: usize = 8192;
+/// Datagrams waiting between the socket readers and a link before new ones are dropped
+/// (at most 64 MiB even if every one is a maximum-size datagram).
+const HANDOVER_QUEUE: usize = 1024;
+/// Bookkeeping charged per datagram against `max_bytes`, so a flood of tiny or empty
+/// datagrams is bounded too.
+const PER_DATAGRAM: usize = 128;
 
 /// One direction of the emulated path.
 #[derive(Debug, Clone, Copy)]
@@ -140,6 +144,8 @@ pub struct Relay {
     held: [Arc<AtomicU64>; 2],
     /// While set, both directions drop everything (a link blackout).
     blackout: Arc<AtomicBool>,
+    /// The listen socket, to know when every task has let go of it.
+    listen: Arc<UdpSocket>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -182,7 +188,7 @@ impl Relay {
             link(cfg.back, 2, brx, &back, &held[1]),
         ];
         tasks.push(tokio::spawn(accept_clients(
-            listen,
+            listen.clone(),
             cfg.clone(),
             ftx,
             btx,
@@ -198,6 +204,7 @@ impl Relay {
             sources,
             held,
             blackout,
+            listen,
             tasks,
         })
     }
@@ -238,6 +245,11 @@ impl Relay {
             t.abort();
             let _ = t.await;
         }
+        // Upstream readers also hold the listen socket; their aborts complete when the
+        // runtime next polls them.
+        while Arc::strong_count(&self.listen) > 1 {
+            tokio::task::yield_now().await;
+        }
     }
 }
 
@@ -276,17 +288,23 @@ async fn accept_clients(
 ) {
     let mut upstream: HashMap<SocketAddr, Upstream> = HashMap::new();
     let mut buf = vec![0u8; 65_536];
-    let mut last_sweep = Instant::now();
+    let mut sweep = tokio::time::interval(cfg.idle_expiry / 4);
     loop {
-        let Ok((n, from)) = listen.recv_from(&mut buf).await else {
+        let r = tokio::select! {
+            r = listen.recv_from(&mut buf) => r,
+            // Idle clients are closed even when no datagram arrives to notice them.
+            _ = sweep.tick() => {
+                let now = Instant::now();
+                upstream.retain(|_, u| now.saturating_duration_since(u.last_used) < cfg.idle_expiry);
+                sources.store(upstream.len() as u64, Ordering::Relaxed);
+                continue;
+            }
+        };
+        let Ok((n, from)) = r else {
             continue; // ICMP errors surface here on some systems; the relay keeps going.
         };
         fstats.received.fetch_add(1, Ordering::Relaxed);
         let now = Instant::now();
-        if now.saturating_duration_since(last_sweep) >= cfg.idle_expiry / 4 {
-            upstream.retain(|_, u| now.saturating_duration_since(u.last_used) < cfg.idle_expiry);
-            last_sweep = now;
-        }
         if !upstream.contains_key(&from) {
             if upstream.len() >= cfg.max_sources {
                 // Make room from expired clients first; refuse only when all are live.
@@ -403,12 +421,13 @@ impl Link {
         while self.queued.front().is_some_and(|&t| t <= now) {
             self.queued.pop_front();
         }
-        if self.held + len > self.spec.max_bytes {
+        let cost = len + PER_DATAGRAM;
+        if self.held + cost > self.spec.max_bytes {
             stats.overflow.fetch_add(1, Ordering::Relaxed);
             return None;
         }
         let Some(rate) = self.spec.rate_bps else {
-            self.held += len;
+            self.held += cost;
             return Some(now + self.spec.delay);
         };
         if self.queued.len() >= self.spec.queue {
@@ -420,13 +439,13 @@ impl Link {
         let done = start + Duration::from_secs_f64(bits / rate as f64);
         self.busy_until = done;
         self.queued.push_back(done);
-        self.held += len;
+        self.held += cost;
         Some(done + self.spec.delay)
     }
 
     /// A datagram of `len` bytes left the link.
     fn release(&mut self, len: usize) {
-        self.held -= len;
+        self.held -= len + PER_DATAGRAM;
     }
 }
 
@@ -538,7 +557,7 @@ mod tests {
         let stats = DirStats::default();
         let mut l = Link {
             spec: LinkSpec {
-                max_bytes: 10_000,
+                max_bytes: 10 * (1000 + PER_DATAGRAM),
                 ..LinkSpec::delay_only(Duration::from_secs(10))
             },
             loss: LossModel::new(LossSpec::None, Rng::new(1, 1)),

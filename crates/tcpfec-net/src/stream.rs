@@ -27,9 +27,10 @@ impl Stream {
         Stream { shared, id, peer }
     }
 
-    /// The peer's UDP address.
+    /// The peer's UDP address (its current one, if the connection moved).
     pub fn peer_addr(&self) -> SocketAddr {
-        self.peer
+        let st = self.shared.lock();
+        st.conns.get(&self.id).map_or(self.peer, |c| c.peer)
     }
 
     /// The engine's counters for this connection (sent, retransmitted, repairs, recovered…).

@@ -85,7 +85,8 @@ async fn ten_thousand_sources_stay_under_the_cap() {
 async fn bytes_held_stay_under_the_limit_without_a_rate() {
     // A 5 s delay and no rate: everything propagates at once, nothing queues; the byte
     // limit is what bounds the relay's memory.
-    let limit = 100_000;
+    // Room for 100 datagrams of 1000 bytes (each is charged 128 bytes of bookkeeping).
+    let limit = 100 * 1128;
     let (relay, _sink) = flood_relay(limit, Duration::from_secs(5)).await;
     let s = UdpSocket::bind(any()).await.unwrap();
     let d = vec![7u8; 1000];
@@ -95,7 +96,7 @@ async fn bytes_held_stay_under_the_limit_without_a_rate() {
         until_received(&relay, k).await;
     }
     // Until the link task has taken the last one from the hand-over queue.
-    let accounted = || relay.forward.snapshot().overflow + relay.held_bytes().0 / 1000;
+    let accounted = || relay.forward.snapshot().overflow + relay.held_bytes().0 / 1128;
     tokio::time::timeout(Duration::from_secs(10), async {
         while accounted() < 300 {
             tokio::task::yield_now().await;
@@ -105,7 +106,7 @@ async fn bytes_held_stay_under_the_limit_without_a_rate() {
     .expect("every datagram admitted or dropped");
     let (held, _) = relay.held_bytes();
     assert_eq!(held, limit as u64, "{held} bytes held");
-    // 300 kB offered, 100 kB may be held for the 5 s delay: the rest is dropped.
+    // 300 datagrams offered, 100 may be held for the 5 s delay: the rest is dropped.
     assert_eq!(relay.forward.snapshot().overflow, 200);
 }
 
