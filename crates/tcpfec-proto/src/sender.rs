@@ -407,7 +407,14 @@ impl Sender {
             });
         }
         let payload = out.unwrap_or_default();
-        let fin = self.fin_requested && self.unsent_bytes == 0 && !self.fin_sent;
+        // With FEC the FIN travels alone, on an empty segment that no group protects: a
+        // data segment can be rebuilt from a repair, which restores its bytes but not its
+        // flags, and the receiver's cumulative ACK would then cover a FIN it never saw —
+        // the sender stops resending it and the stream never ends.
+        let fin = self.fin_requested
+            && self.unsent_bytes == 0
+            && !self.fin_sent
+            && (payload.is_empty() || self.fec.is_none());
         (payload, fin)
     }
 

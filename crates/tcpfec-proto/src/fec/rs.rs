@@ -83,6 +83,12 @@ impl RsCache {
             .map(|r| r.len())
             .max()?
             .checked_sub(2)?;
+        // All repairs of a group are coded together, so they have one length; repairs
+        // that disagree (a faulty or hostile peer) cannot be decoded, and slicing the
+        // shorter ones to the longest would panic.
+        if repairs.iter().flatten().any(|r| r.len() != len + 2) {
+            return None;
+        }
         let mut shards: Vec<Option<Vec<u8>>> = data
             .iter()
             .map(|d| d.as_ref().map(|p| padded(p, len)))
@@ -206,5 +212,22 @@ mod tests {
         assert!(c
             .decode(&data, &rep.iter().cloned().map(Some).collect::<Vec<_>>())
             .is_none());
+    }
+
+    #[test]
+    fn repairs_of_different_lengths_are_refused_not_a_panic() {
+        // Found by the fec fuzz target: repairs off the wire can have any length, and a
+        // repair shorter than the longest was sliced past its end.
+        let mut c = RsCache::default();
+        let p = payloads(4, 5);
+        let mut rep: Vec<Option<Bytes>> = c
+            .encode(&p, 2)
+            .unwrap()
+            .into_iter()
+            .map(|r| Some(Bytes::from(r)))
+            .collect();
+        rep[1] = rep[1].as_ref().map(|r| r.slice(..r.len() / 2));
+        let data: Vec<Option<Bytes>> = (0..4).map(|i| (i != 0).then(|| p[i].clone())).collect();
+        assert!(c.decode(&data, &rep).is_none());
     }
 }
