@@ -35,6 +35,11 @@ impl Psk {
                 s.len()
             ));
         }
+        // Checked before slicing two bytes at a time: a multi-byte character would be cut
+        // in half (a panic), and `from_str_radix` alone would let a '+' through.
+        if !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("a key contains only hex digits".to_string());
+        }
         let mut k = [0u8; KEY_LEN];
         for (i, byte) in k.iter_mut().enumerate() {
             *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
@@ -85,5 +90,9 @@ mod tests {
         assert_eq!(Psk::from_hex(&format!(" {}\n", k.to_hex())).unwrap(), k);
         assert!(Psk::from_hex("abc").is_err());
         assert!(Psk::from_hex(&"zz".repeat(32)).is_err());
+        // Found by the config fuzz target: 64 bytes, but a two-byte character at an odd
+        // offset (this panicked), and a sign that `from_str_radix` accepts.
+        assert!(Psk::from_hex(&format!("a{}b", "é".repeat(31))).is_err());
+        assert!(Psk::from_hex(&"+f".repeat(32)).is_err());
     }
 }

@@ -38,7 +38,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             ))
         }
     };
-    Ok(Duration::from_secs_f64(v * scale))
+    // The number may be finite yet far beyond what a Duration holds (which would panic).
+    Duration::try_from_secs_f64(v * scale)
+        .map_err(|_| format!("'{s}' is longer than any duration this tool can count"))
 }
 
 /// Parses a bit rate such as `100mbit`, `50Mbps`, `1gbit`, `500kbit`, `9600bit`.
@@ -135,6 +137,8 @@ mod tests {
         assert!(parse_duration("20").is_err());
         assert!(parse_duration("-5ms").is_err());
         assert!(parse_duration("5 parsecs").is_err());
+        // Found by the config fuzz target: a finite number too large for a Duration.
+        assert!(parse_duration("99999999999999999999min").is_err());
         assert_eq!(parse_rate("100mbit").unwrap(), 100_000_000);
         assert_eq!(parse_rate("50Mbps").unwrap(), 50_000_000);
         assert!(parse_rate("-1mbit").is_err());
