@@ -1,6 +1,7 @@
 //! tcpfec command-line interface: demo, simulation sweeps, scheme list, benchmarks.
 
 mod bench;
+mod bench_fuzz;
 mod calibrate;
 mod demo;
 mod model;
@@ -152,6 +153,27 @@ enum BenchWhat {
     /// Real sockets on loopback: throughput and CPU per GB (encryption and FEC on/off), and
     /// goodput through the impairment relay.
     Net(net_bench::NetBenchArgs),
+    /// Seeded adversarial channel schedules x every scheme: a client and a server engine
+    /// over a channel that drops, duplicates, reorders, delays and corrupts, then turns
+    /// clean. Counts wrong and missing bytes; exits non-zero if there is any.
+    Fuzz {
+        /// Schedules per scheme.
+        #[arg(long, default_value_t = 10_000)]
+        schedules: u64,
+        /// First seed (seeds SEED, SEED+1, ...).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Only these schemes, comma-separated [default: one of every family `tcpfec
+        /// schemes` lists].
+        #[arg(long, value_delimiter = ',')]
+        scheme: Vec<String>,
+        /// Worker threads [default: all cores].
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Write each failing run here as a fuzz input of the pair target.
+        #[arg(long, value_name = "DIR")]
+        save_failures: Option<PathBuf>,
+    },
     /// Erasure-code speed: XOR, Reed-Solomon and RaptorQ encode and decode MB/s.
     Codes {
         /// Seconds per measurement.
@@ -471,6 +493,22 @@ fn main() -> ExitCode {
         Command::Bench {
             what: BenchWhat::Codes { seconds },
         } => bench::codes(seconds),
+        Command::Bench {
+            what:
+                BenchWhat::Fuzz {
+                    schedules,
+                    seed,
+                    scheme,
+                    jobs,
+                    save_failures,
+                },
+        } => bench_fuzz::run(&bench_fuzz::Options {
+            schedules,
+            seed,
+            schemes: scheme,
+            jobs,
+            save_failures,
+        }),
         Command::Bench {
             what:
                 BenchWhat::Sim {

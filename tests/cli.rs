@@ -98,6 +98,8 @@ fn bad_input_is_one_clear_line_and_exit_code_2() {
         (&["sim", "--config", "/nonexistent/x.toml"], "--config"),
         (&["sim", "--window", "10s..500s"], "--window"),
         (&["sim", "--ge", "1,2,3"], "--ge"),
+        (&["sim", "--duration", "99999999999999999999min"], "--duration"),
+        (&["bench", "fuzz", "--scheme", "warp"], "--scheme"),
     ];
     for (args, needle) in cases {
         let out = tcpfec(args);
@@ -346,4 +348,21 @@ fn demo_writes_a_table_and_a_figure() {
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     assert_eq!(csv.lines().count(), 5, "header + 4 schemes");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bench_fuzz_runs_every_scheme_and_counts_no_lost_byte() {
+    let out = tcpfec(&["bench", "fuzz", "--schedules", "3", "--jobs", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for scheme in tcpfec_fuzz::pair::SCHEMES {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(scheme))
+            .unwrap_or_else(|| panic!("no line for {scheme}:\n{text}"));
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[1], "3", "{line}");
+        assert_eq!(&cols[4..7], ["0", "0", "0"], "wrong, missing, failures: {line}");
+    }
+    assert!(text.lines().any(|l| l.starts_with("total")), "{text}");
 }

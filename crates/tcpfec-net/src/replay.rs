@@ -29,6 +29,11 @@ impl ReplayWindow {
     /// True if `pn` would be accepted: new, and not older than the window. Check before
     /// decrypting (cheap), [`ReplayWindow::mark`] after authentication succeeded.
     pub fn check(&self, pn: u64) -> bool {
+        // The last number is never sent (counters start at 0) and `mark` could not store
+        // it: one past it wraps to 0, which would empty the window (or panic).
+        if pn == u64::MAX {
+            return false;
+        }
         if pn >= self.top {
             return true;
         }
@@ -98,5 +103,15 @@ mod tests {
         assert!(!w.check(1 + WINDOW));
         assert!(!w.check(1), "fell out of the window");
         assert!(w.check(1 + WINDOW - 1));
+    }
+
+    #[test]
+    fn the_last_packet_number_is_refused_and_leaves_the_window_intact() {
+        // Found by the envelope fuzz target: marking u64::MAX overflowed (a panic with
+        // overflow checks; without them the window wrapped to empty and took replays).
+        let mut w = ReplayWindow::default();
+        w.mark(7);
+        assert!(!w.check(u64::MAX));
+        assert!(!w.check(7), "7 is still a replay");
     }
 }

@@ -14,7 +14,7 @@
 //! handed in and out by the driver; [`crate::Endpoint`] adds the byte-level entry points.
 
 use crate::config::Config;
-use crate::fec::fountain::{parameters, FountainDecoder, FountainEncoder, MAX_BLOCK};
+use crate::fec::fountain::{max_block, parameters, FountainDecoder, FountainEncoder};
 use crate::rtt::RttEstimator;
 use crate::stats::Stats;
 use crate::time::Instant;
@@ -145,7 +145,8 @@ impl Fectcp {
         if self.finish_requested {
             return 0;
         }
-        (MAX_BLOCK as usize).saturating_sub(self.pending.len())
+        // Small segments hold small symbols, and so a smaller block (see `max_block`).
+        (max_block(self.cfg.mss as usize) as usize).saturating_sub(self.pending.len())
     }
 
     /// Adds bytes to the next block; returns how many were taken.
@@ -488,7 +489,10 @@ impl Fectcp {
         self.stats.acks_sent += 1;
         let (ack, decoded, transfer) = match &self.receiving {
             Some(r) => (
-                r.highest + 1,
+                // Saturating: a symbol number off the wire may be the last one (found by
+                // the engine fuzz target); such an ACK covers more than was ever sent and
+                // the sender ignores it.
+                r.highest.saturating_add(1),
                 r.decoded,
                 Some(TransferInfo {
                     id: r.id,
@@ -593,5 +597,22 @@ mod tests {
         // A run of 300 consecutive symbols lost: a whole window's timers expire.
         let (a, _) = transfer(1_000_000, |n| (100..400).contains(&n));
         assert!(a.stats().timeouts >= 1);
+    }
+
+    #[test]
+    fn the_last_symbol_number_is_acknowledged_without_wrapping() {
+        let mut b = Fectcp::new(cfg());
+        let oti = parameters(1000, 1460).serialize();
+        b.handle_packet(
+            ms(0),
+            Packet {
+                seg: u64::MAX,
+                transfer: Some(TransferInfo { id: 1, oti }),
+                payload: Bytes::from_static(&[0; 8]),
+                ..Packet::default()
+            },
+        );
+        // Wrapping gave 0: an ACK that covered nothing, as if no symbol had arrived.
+        assert_eq!(b.poll_packet(ms(1)).map(|a| a.ack), Some(u64::MAX));
     }
 }

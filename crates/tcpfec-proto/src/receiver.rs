@@ -234,6 +234,12 @@ impl Receiver {
     /// Keeps the list of gaps below the highest segment received (FEC only).
     fn note_arrival(&mut self, seg: u64) {
         let rcv_nxt = self.rcv_nxt;
+        // A segment this far ahead was not stored (see `accept`), so it opens no gap; and
+        // one at the end of the number space (a corrupted or hostile header) would
+        // overflow `seg + 1` below (found by the engine fuzz target).
+        if seg.saturating_sub(rcv_nxt) >= MAX_REORDER_SEGMENTS {
+            return;
+        }
         let Some(f) = self.fec.as_mut() else { return };
         if seg >= f.high_nxt {
             if seg > f.high_nxt.max(rcv_nxt) {
@@ -639,5 +645,19 @@ mod tests {
         r.take_ack();
         member(&mut r, 2, 0);
         assert!(r.wants_ack(Instant::ZERO));
+    }
+
+    #[test]
+    fn a_segment_beyond_the_reorder_limit_opens_no_gap() {
+        // Found by the engine fuzz target: seg = u64::MAX overflowed `seg + 1` (a panic
+        // with overflow checks; without them the FEC gap tracking wrapped to zero).
+        let mut r = fec_rx(true);
+        member(&mut r, 0, 0);
+        member(&mut r, 2, 0);
+        for seg in [u64::MAX, 2 + MAX_REORDER_SEGMENTS] {
+            r.on_segment(Instant::ZERO, seg, data(9), false, 1, false, None);
+            let f = r.fec.as_ref().unwrap();
+            assert_eq!((f.high_nxt, &f.holes[..]), (3, &[(1, 2)][..]), "after {seg}");
+        }
     }
 }

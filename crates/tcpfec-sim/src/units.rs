@@ -138,6 +138,8 @@ mod tests {
         assert!(parse_duration("5 parsecs").is_err());
         // Beyond what a Duration holds: an error, not a panic.
         assert!(parse_duration("99999999999999999999999s").is_err());
+        // Found by the config fuzz target too.
+        assert!(parse_duration("99999999999999999999min").is_err());
         assert_eq!(parse_rate("100mbit").unwrap(), 100_000_000);
         assert_eq!(parse_rate("50Mbps").unwrap(), 50_000_000);
         assert!(parse_rate("-1mbit").is_err());

@@ -90,10 +90,14 @@ impl GroupRx {
 
 /// What the decoder counts.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct DecoderStats {
+pub struct DecoderStats {
+    /// Repair packets handed to the decoder.
     pub repairs_received: u64,
+    /// Repair packets whose group had lost nothing (or was already delivered).
     pub repairs_unneeded: u64,
+    /// Segments rebuilt.
     pub recovered: u64,
+    /// Groups that lost more members than they had repairs.
     pub unrecoverable_groups: u64,
     /// Groups that lost no data but whose repair never came (TCP-dFEC's "FEC lost").
     pub repairs_lost: u64,
@@ -102,10 +106,13 @@ pub(crate) struct DecoderStats {
 /// Groups delivered in order whose repair has not arrived yet, kept this long at most.
 const AWAITING_REPAIRS: usize = 256;
 
+/// The receiver's FEC decoder: every group it has heard of, by first member. Public so
+/// that the fuzz targets can feed it arrivals directly; the engine owns one per stream.
 #[derive(Debug, Default)]
-pub(crate) struct Decoder {
+pub struct Decoder {
     groups: BTreeMap<u64, GroupRx>,
     rs: RsCache,
+    /// Counters.
     pub stats: DecoderStats,
     /// (first, last) of groups delivered without their repair, oldest first. A repair
     /// follows its group's last member, so once a segment two places later has arrived
@@ -115,7 +122,7 @@ pub(crate) struct Decoder {
 }
 
 /// Segments rebuilt by one call: (segment number, payload).
-pub(crate) type Rebuilt = Vec<(u64, Bytes)>;
+pub type Rebuilt = Vec<(u64, Bytes)>;
 
 impl Decoder {
     fn find_member(&mut self, seg: u64) -> Option<(u64, usize)> {

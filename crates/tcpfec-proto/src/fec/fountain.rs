@@ -25,8 +25,8 @@ pub const MAX_BLOCK: u64 = 4 << 30;
 /// when the unluckiest block has its symbols (at 25 % loss, 36 blocks of
 /// 1024 symbols moved 0.69 Mb/s where one block moved 0.73).
 pub fn parameters(len: u64, max_payload: usize) -> ObjectTransmissionInformation {
-    let symbol = (max_payload - PAYLOAD_ID_LEN).min(u16::MAX as usize) as u16;
-    let len = len.clamp(1, MAX_BLOCK);
+    let symbol = symbol_size(max_payload);
+    let len = len.clamp(1, max_block(max_payload));
     let symbols = len.div_ceil(symbol as u64);
     let blocks = symbols.div_ceil(MAX_SYMBOLS_PER_BLOCK).clamp(1, 255);
     ObjectTransmissionInformation::new(len, symbol, blocks as u8, 1, 1)
@@ -34,6 +34,21 @@ pub fn parameters(len: u64, max_payload: usize) -> ObjectTransmissionInformation
 
 /// RFC 6330's K'max.
 const MAX_SYMBOLS_PER_BLOCK: u64 = 56_403;
+
+/// Bytes of block data per symbol in packets of `max_payload` bytes.
+fn symbol_size(max_payload: usize) -> u16 {
+    max_payload
+        .saturating_sub(PAYLOAD_ID_LEN)
+        .clamp(1, u16::MAX as usize) as u16
+}
+
+/// The largest block that packets of `max_payload` bytes can carry: [`MAX_BLOCK`], or
+/// less when symbols are so small that 255 source blocks of K'max symbols hold less (a
+/// larger one makes the `raptorq` crate panic).
+pub fn max_block(max_payload: usize) -> u64 {
+    let symbols = 255 * MAX_SYMBOLS_PER_BLOCK;
+    MAX_BLOCK.min(symbols * symbol_size(max_payload) as u64)
+}
 
 /// Produces the symbols of one block.
 pub struct FountainEncoder {
@@ -150,7 +165,9 @@ impl FountainDecoder {
         if t == 0 || t + PAYLOAD_ID_LEN > max_payload {
             return Err(BadParameters("symbol size"));
         }
-        if oti.transfer_length() == 0 || oti.transfer_length() > MAX_BLOCK {
+        // Also refuses a length too large for its symbol size (found by the fec fuzz
+        // target: building the comparison parameters then panicked in `raptorq`).
+        if oti.transfer_length() == 0 || oti.transfer_length() > max_block(t + PAYLOAD_ID_LEN) {
             return Err(BadParameters("block length"));
         }
         // Only the parameters our own encoder chooses are accepted.
@@ -276,5 +293,13 @@ mod tests {
         bad[7] ^= 1; // another symbol size
         assert!(FountainDecoder::new(&bad, 1456).is_err());
         assert!(FountainDecoder::new(&[0; 12], 1456).is_err());
+        // 4 GiB in 1-byte symbols: more than 255 source blocks can hold (this panicked).
+        let mut tiny = [0u8; 12];
+        tiny[..5].copy_from_slice(&(4u64 << 30).to_be_bytes()[3..]);
+        tiny[6..8].copy_from_slice(&1u16.to_be_bytes());
+        tiny[8] = 255;
+        tiny[9..11].copy_from_slice(&1u16.to_be_bytes());
+        tiny[11] = 1;
+        assert!(FountainDecoder::new(&tiny, 1456).is_err());
     }
 }

@@ -14,7 +14,7 @@ pub mod xor;
 
 pub use afec::AfecParams;
 pub(crate) use controller::{Controller, FeedbackDelta, SenderTotals};
-pub(crate) use decoder::Decoder;
+pub use decoder::{Decoder, DecoderStats, Rebuilt};
 pub(crate) use encoder::{Encoder, RepairOut};
 pub use policy::{Adaptive, DynamicFec, FecConfig, GroupPolicy};
 pub use tfec::TfecParams;

@@ -6,21 +6,41 @@
 
 use bytes::Bytes;
 use reed_solomon_erasure::galois_8::ReedSolomon;
+use std::sync::{Arc, Mutex};
 
 /// Most packets (data + repair) in one Reed-Solomon group.
 pub const MAX_SHARDS: usize = 256;
 
-/// Built codecs by (data shards, parity shards): building one inverts nothing but does
-/// allocate matrices, so groups of the same shape share one.
+/// Built codecs by (data shards, parity shards), so groups of the same shape share one.
 #[derive(Default)]
 pub struct RsCache {
-    codecs: Vec<((usize, usize), ReedSolomon)>,
+    codecs: Vec<((usize, usize), Arc<ReedSolomon>)>,
 }
 
 impl core::fmt::Debug for RsCache {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "RsCache({} codecs)", self.codecs.len())
     }
+}
+
+/// Codecs shared by every [`RsCache`] of the process. Building one inverts a k × k
+/// matrix (about a millisecond for TCP-TFEC's k = 100) and every connection of a scheme
+/// uses the same few shapes, so connections (simulated flows, fuzz runs, UDP peers) build
+/// each shape once. A codec is a pure function of its shape: sharing changes no result.
+fn shared_codec(k: usize, m: usize) -> Option<Arc<ReedSolomon>> {
+    /// Shapes kept; a codec also caches up to 254 decode matrices, so not unbounded.
+    const KEEP: usize = 256;
+    static SHARED: Mutex<Vec<((usize, usize), Arc<ReedSolomon>)>> = Mutex::new(Vec::new());
+    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, c)) = shared.iter().find(|(s, _)| *s == (k, m)) {
+        return Some(c.clone());
+    }
+    let codec = Arc::new(ReedSolomon::new(k, m).ok()?);
+    if shared.len() >= KEEP {
+        shared.remove(0);
+    }
+    shared.push(((k, m), codec.clone()));
+    Some(codec)
 }
 
 impl RsCache {
@@ -34,9 +54,8 @@ impl RsCache {
         if self.codecs.len() >= 16 {
             self.codecs.remove(0);
         }
-        let codec = ReedSolomon::new(k, m).ok()?;
-        self.codecs.push(((k, m), codec));
-        self.codecs.last().map(|(_, c)| c)
+        self.codecs.push(((k, m), shared_codec(k, m)?));
+        self.codecs.last().map(|(_, c)| &**c)
     }
 
     /// The `m` repair packets of `payloads` (each: parity shard + 2 bytes of length

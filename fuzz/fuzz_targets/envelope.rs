@@ -1,0 +1,3 @@
+#![no_main]
+//! See `tcpfec_fuzz::targets::envelope` for what this target checks.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tcpfec_fuzz::targets::envelope(data));
