@@ -105,7 +105,9 @@ pub fn run(o: &Options) -> Result<(), String> {
         let tally = pool.install(|| {
             (o.seed..o.seed + o.schedules)
                 .into_par_iter()
-                .fold(Tally::default, |acc, seed| acc.add(seed, schedule::run(seed, i)))
+                .fold(Tally::default, |acc, seed| {
+                    acc.add(seed, schedule::run(seed, i))
+                })
                 .reduce(Tally::default, Tally::merge)
         });
         println!(

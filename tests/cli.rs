@@ -98,7 +98,10 @@ fn bad_input_is_one_clear_line_and_exit_code_2() {
         (&["sim", "--config", "/nonexistent/x.toml"], "--config"),
         (&["sim", "--window", "10s..500s"], "--window"),
         (&["sim", "--ge", "1,2,3"], "--ge"),
-        (&["sim", "--duration", "99999999999999999999min"], "--duration"),
+        (
+            &["sim", "--duration", "99999999999999999999min"],
+            "--duration",
+        ),
         (&["bench", "fuzz", "--scheme", "warp"], "--scheme"),
     ];
     for (args, needle) in cases {
@@ -353,7 +356,11 @@ fn demo_writes_a_table_and_a_figure() {
 #[test]
 fn bench_fuzz_runs_every_scheme_and_counts_no_lost_byte() {
     let out = tcpfec(&["bench", "fuzz", "--schedules", "3", "--jobs", "1"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     for scheme in tcpfec_fuzz::pair::SCHEMES {
         let line = text
@@ -362,7 +369,11 @@ fn bench_fuzz_runs_every_scheme_and_counts_no_lost_byte() {
             .unwrap_or_else(|| panic!("no line for {scheme}:\n{text}"));
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(cols[1], "3", "{line}");
-        assert_eq!(&cols[4..7], ["0", "0", "0"], "wrong, missing, failures: {line}");
+        assert_eq!(
+            &cols[4..7],
+            ["0", "0", "0"],
+            "wrong, missing, failures: {line}"
+        );
     }
     assert!(text.lines().any(|l| l.starts_with("total")), "{text}");
 }

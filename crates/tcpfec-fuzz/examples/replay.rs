@@ -20,11 +20,17 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let names: Vec<&str> = tcpfec_fuzz::TARGETS.iter().map(|t| t.0).collect();
     let Some((name, paths)) = args.split_first() else {
-        eprintln!("usage: replay TARGET FILE_OR_DIR... (targets: {})", names.join(", "));
+        eprintln!(
+            "usage: replay TARGET FILE_OR_DIR... (targets: {})",
+            names.join(", ")
+        );
         return ExitCode::from(2);
     };
     let Some(&(_, target)) = tcpfec_fuzz::TARGETS.iter().find(|t| t.0 == name) else {
-        eprintln!("error: unknown target '{name}' (targets: {})", names.join(", "));
+        eprintln!(
+            "error: unknown target '{name}' (targets: {})",
+            names.join(", ")
+        );
         return ExitCode::from(2);
     };
     let mut failed = 0;
@@ -35,7 +41,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         };
         if *name == "pair" {
-            println!("{}: {:?}", f.display(), tcpfec_fuzz::pair::run_input(&bytes));
+            println!(
+                "{}: {:?}",
+                f.display(),
+                tcpfec_fuzz::pair::run_input(&bytes)
+            );
         }
         n += 1;
         if std::panic::catch_unwind(|| target(&bytes)).is_err() {
@@ -44,7 +54,10 @@ fn main() -> ExitCode {
         }
     }
     let wall = start.elapsed().as_secs_f64();
-    println!("{n} inputs, {failed} failing, {:.0} per second", n as f64 / wall);
+    println!(
+        "{n} inputs, {failed} failing, {:.0} per second",
+        n as f64 / wall
+    );
     if failed > 0 {
         ExitCode::FAILURE
     } else {

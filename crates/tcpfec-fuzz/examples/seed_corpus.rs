@@ -100,12 +100,9 @@ fn decoder_input(trace: &[Delivery]) -> Vec<u8> {
             g.repairs - 1,
         ]);
         let body = &p.payload[..p.payload.len().min(63)];
-        match p.repair {
-            Some(r) => {
-                v.extend_from_slice(&r.len_xor.to_be_bytes());
-                v.push(r.index);
-            }
-            None => {}
+        if let Some(r) = p.repair {
+            v.extend_from_slice(&r.len_xor.to_be_bytes());
+            v.push(r.index);
         }
         v.push((body.len() as u8).saturating_sub((!repair) as u8));
         v.extend_from_slice(body);
@@ -114,8 +111,7 @@ fn decoder_input(trace: &[Delivery]) -> Vec<u8> {
 }
 
 fn traces() {
-    for scheme in 0..SCHEMES.len() {
-        let name = SCHEMES[scheme];
+    for (scheme, &name) in SCHEMES.iter().enumerate() {
         let (setup, t) = trace(scheme, 3 + scheme as u64);
         // Wire: a handful of distinct datagrams of each scheme (SYN, data, ACK, repair).
         for (i, d) in t.iter().step_by((t.len() / 6).max(1)).enumerate() {

@@ -269,7 +269,7 @@ pub enum Fate {
 impl Fate {
     /// Reads the fate of the next datagram; `None` once the schedule is over.
     pub fn read(input: &mut Input) -> Option<Fate> {
-        let a = input.next()?;
+        let a = input.next_byte()?;
         let p = (a & 31) as u64;
         let ms = Duration::from_millis;
         Some(match a >> 5 {
@@ -334,11 +334,14 @@ pub struct Outcome {
     pub failure: Option<String>,
 }
 
+/// A datagram on the channel: (arrival, sequence, to the server?, bytes).
+type InFlight = (u64, u64, bool, Vec<u8>);
+
 /// One direction of the channel: the datagrams in flight and the burst being dropped.
 #[derive(Default)]
 struct Channel {
     /// (arrival, sequence, to the server?, bytes): a min-heap on arrival then sequence.
-    in_flight: BinaryHeap<Reverse<(u64, u64, bool, Vec<u8>)>>,
+    in_flight: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
     burst: [u8; 2],
     datagrams: u64,
@@ -535,9 +538,7 @@ pub fn run_traced(
                 DRAIN_EVENTS
             };
             if drain_events > limit {
-                break Some(format!(
-                    "not finished {limit} events into the clean drain"
-                ));
+                break Some(format!("not finished {limit} events into the clean drain"));
             }
         }
         let next_packet = ch.in_flight.peek().map(|Reverse(x)| x.0);

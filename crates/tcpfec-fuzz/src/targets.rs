@@ -581,8 +581,11 @@ pub fn pair(data: &[u8]) {
     }
 }
 
+/// A fuzz target: runs one input, panics on a broken oracle.
+pub type Target = fn(&[u8]);
+
 /// Every target by name (the names of `fuzz/fuzz_targets/*.rs` and `fuzz/corpus/*`).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("wire", wire),
     ("envelope", envelope),
     ("config", config),

@@ -31,7 +31,11 @@ fn replay(name: &str, target: fn(&[u8]), files: &[PathBuf]) {
 fn every_committed_corpus_file_replays_cleanly() {
     for (name, target) in TARGETS {
         let corpus = files(&fuzz_dir().join("corpus").join(name));
-        assert!(corpus.len() >= 5, "{name}: only {} corpus files", corpus.len());
+        assert!(
+            corpus.len() >= 5,
+            "{name}: only {} corpus files",
+            corpus.len()
+        );
         replay(name, *target, &corpus);
     }
 }
@@ -69,11 +73,11 @@ fn the_scheme_list_covers_every_family_tcpfec_schemes_lists() {
 #[test]
 fn twenty_seeded_schedules_for_every_scheme_lose_and_corrupt_nothing() {
     let mut failures = Vec::new();
-    for scheme in 0..SCHEMES.len() {
+    for (scheme, name) in SCHEMES.iter().enumerate() {
         for seed in 0..20 {
             let out = schedule::run(seed, scheme);
             if let Some(why) = out.failure {
-                failures.push(format!("{} seed {seed}: {why}", SCHEMES[scheme]));
+                failures.push(format!("{name} seed {seed}: {why}"));
             }
         }
     }

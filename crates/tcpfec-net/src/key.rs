@@ -111,8 +111,8 @@ mod tests {
         assert!(Psk::from_hex("abc").is_err());
         assert!(Psk::from_hex(&"zz".repeat(32)).is_err());
         assert!(Psk::from_hex(&"+1".repeat(32)).is_err()); // from_str_radix would take "+1"
-        // Found by the config fuzz target: 64 bytes, but a two-byte character at an odd
-        // offset (this panicked).
+                                                           // Found by the config fuzz target: 64 bytes, but a two-byte character at an odd
+                                                           // offset (this panicked).
         assert!(Psk::from_hex(&format!("a{}b", "é".repeat(31))).is_err());
     }
 

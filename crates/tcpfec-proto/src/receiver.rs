@@ -657,7 +657,11 @@ mod tests {
         for seg in [u64::MAX, 2 + MAX_REORDER_SEGMENTS] {
             r.on_segment(Instant::ZERO, seg, data(9), false, 1, false, None);
             let f = r.fec.as_ref().unwrap();
-            assert_eq!((f.high_nxt, &f.holes[..]), (3, &[(1, 2)][..]), "after {seg}");
+            assert_eq!(
+                (f.high_nxt, &f.holes[..]),
+                (3, &[(1, 2)][..]),
+                "after {seg}"
+            );
         }
     }
 }

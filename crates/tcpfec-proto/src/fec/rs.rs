@@ -30,7 +30,9 @@ impl core::fmt::Debug for RsCache {
 fn shared_codec(k: usize, m: usize) -> Option<Arc<ReedSolomon>> {
     /// Shapes kept; a codec also caches up to 254 decode matrices, so not unbounded.
     const KEEP: usize = 256;
-    static SHARED: Mutex<Vec<((usize, usize), Arc<ReedSolomon>)>> = Mutex::new(Vec::new());
+    /// (data, parity) shape and its codec.
+    type Shaped = ((usize, usize), Arc<ReedSolomon>);
+    static SHARED: Mutex<Vec<Shaped>> = Mutex::new(Vec::new());
     let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, c)) = shared.iter().find(|(s, _)| *s == (k, m)) {
         return Some(c.clone());
