@@ -52,6 +52,8 @@ pub const SCHEMES: &[&str] = &[
     "fectcp",
     "fec-il-g3-l10-r0.7",
     "fec-il-g2-l0-r1",
+    "bbr",
+    "bbr1",
 ];
 
 /// Most bytes one side writes (kept small so a run takes well under a millisecond).
