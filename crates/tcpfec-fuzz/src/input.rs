@@ -24,7 +24,7 @@ impl<'a> Input<'a> {
     }
 
     /// The next byte, or `None` at the end (for callers that treat the end specially).
-    pub fn next_byte(&mut self) -> Option<u8> {
+    pub fn take(&mut self) -> Option<u8> {
         let (&b, rest) = self.bytes.split_first()?;
         self.bytes = rest;
         Some(b)
@@ -32,7 +32,7 @@ impl<'a> Input<'a> {
 
     /// The next byte (0 past the end).
     pub fn u8(&mut self) -> u8 {
-        self.next_byte().unwrap_or(0)
+        self.take().unwrap_or(0)
     }
 
     /// The next two bytes, big-endian.
@@ -75,6 +75,6 @@ mod tests {
         assert_eq!(i.bytes(5), &[4, 5]);
         assert!(i.is_empty());
         assert_eq!(i.u32(), 0);
-        assert_eq!(i.next_byte(), None);
+        assert_eq!(i.take(), None);
     }
 }

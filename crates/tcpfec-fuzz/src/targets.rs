@@ -581,7 +581,7 @@ pub fn pair(data: &[u8]) {
     }
 }
 
-/// A fuzz target: runs one input, panics on a broken oracle.
+/// A fuzz target's body.
 pub type Target = fn(&[u8]);
 
 /// Every target by name (the names of `fuzz/fuzz_targets/*.rs` and `fuzz/corpus/*`).
