@@ -116,17 +116,15 @@ pub(crate) struct Sender {
 /// under load; releasing one packet per wake-up would cap the rate at one packet per ms.
 const SEND_QUANTUM_NS: u64 = 2_000_000;
 
-/// The floor of the RTO's variance term, G in RFC 6298's SRTT + max(G, 4·RTTVAR). A paced
-/// controller (BBR) runs with Linux's effective rule, a 200 ms floor on that term, as
-/// Linux BBR does: on a path as steady as a simulated one RTTVAR decays to nothing, and an
-/// RTO of SRTT + 1 ms would fire before a lost retransmission can be detected and sent
-/// again. Window-only schemes keep the configured granularity (ns-2's behaviour).
-fn rto_variance_floor(cfg: &Config) -> Duration {
+/// The floor of the RTO's variance term, G in RFC 6298's SRTT + max(G, 4·RTTVAR). A
+/// controller that models the path and paces (BBR) runs with Linux's effective rule, a
+/// 200 ms floor on that term, as Linux BBR does: on a path as steady as a simulated one
+/// RTTVAR decays to nothing, and an RTO of SRTT + 1 ms would fire before a lost
+/// retransmission can be detected and sent again. Window-only schemes keep the
+/// configured granularity (ns-2's behaviour).
+fn rto_variance_floor(cfg: &Config, cc: &dyn CongestionControl) -> Duration {
     const LINUX_VARIANCE_FLOOR: Duration = Duration::from_millis(200);
-    if matches!(
-        cfg.scheme.cc,
-        crate::cc::CcKind::Bbr | crate::cc::CcKind::Bbr1
-    ) {
+    if cc.models_path() {
         cfg.clock_granularity.max(LINUX_VARIANCE_FLOOR)
     } else {
         cfg.clock_granularity
@@ -144,6 +142,8 @@ impl Sender {
     }
 
     fn build(cfg: &Config) -> Self {
+        let cc = cfg.scheme.cc.build(cfg.initial_window, cfg.mss, cfg.cc_seed);
+        let rto_floor = rto_variance_floor(cfg, cc.as_ref());
         Sender {
             sb: Scoreboard::default(),
             unsent: VecDeque::new(),
@@ -160,7 +160,7 @@ impl Sender {
                 cfg.initial_rto,
                 cfg.min_rto,
                 cfg.max_rto,
-                rto_variance_floor(cfg),
+                rto_floor,
             ),
             recovery: cfg.scheme.recovery,
             sack: false,
