@@ -142,7 +142,10 @@ impl Sender {
     }
 
     fn build(cfg: &Config) -> Self {
-        let cc = cfg.scheme.cc.build(cfg.initial_window, cfg.mss, cfg.cc_seed);
+        let cc = cfg
+            .scheme
+            .cc
+            .build(cfg.initial_window, cfg.mss, cfg.cc_seed);
         let rto_floor = rto_variance_floor(cfg, cc.as_ref());
         Sender {
             sb: Scoreboard::default(),
@@ -152,16 +155,8 @@ impl Sender {
             fin_sent: false,
             mss: cfg.mss.max(1) as usize,
             send_buffer: cfg.send_buffer,
-            cc: cfg
-                .scheme
-                .cc
-                .build(cfg.initial_window, cfg.mss, cfg.cc_seed),
-            rtt: RttEstimator::new(
-                cfg.initial_rto,
-                cfg.min_rto,
-                cfg.max_rto,
-                rto_floor,
-            ),
+            cc,
+            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto, rto_floor),
             recovery: cfg.scheme.recovery,
             sack: false,
             dupthresh: cfg.dupthresh.max(1),
