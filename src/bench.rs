@@ -18,7 +18,8 @@ pub struct BenchScenario {
     pub what: &'static str,
     /// The tcpfec scenario.
     pub scenario: Scenario,
-    /// Arguments after `ns` (the .tcl file name is relative to the tcl directory).
+    /// Arguments after `ns` (the .tcl file name is relative to the tcl directory); empty
+    /// when ns-2 has no counterpart (BBR).
     pub ns2: Vec<&'static str>,
     /// Arguments of the ns-3 scenario program.
     pub ns3: Vec<&'static str>,
@@ -32,6 +33,10 @@ pub fn scenarios() -> Vec<BenchScenario> {
         delay: Duration::from_millis(10),
         window: (Duration::ZERO, Duration::from_secs(220)),
         ..Scenario::default()
+    };
+    let path_bbr = Scenario {
+        scheme: Scheme::parse("bbr").expect("built-in"),
+        ..path.clone()
     };
     let dumbbell = Scenario {
         topology: Topology::Dumbbell,
@@ -64,6 +69,19 @@ pub fn scenarios() -> Vec<BenchScenario> {
                 "--delayMs=10",
                 "--loss=0.0005",
                 "--variant=newreno-sack",
+                "--wstart=0",
+            ],
+            payload: 1460.0,
+        },
+        BenchScenario {
+            id: "path-bbr",
+            what: "the same path with bbr (paced: one event per release)",
+            scenario: path_bbr,
+            ns2: vec![],
+            ns3: vec![
+                "--delayMs=10",
+                "--loss=0.0005",
+                "--variant=bbr",
                 "--wstart=0",
             ],
             payload: 1460.0,
@@ -256,7 +274,7 @@ pub fn run(repeat: u32, refs: &References) -> Result<(), String> {
             b.what
         );
         let mut others: Vec<(&str, Vec<String>)> = Vec::new();
-        if let Some(ns) = &refs.ns2 {
+        if let (Some(ns), false) = (&refs.ns2, b.ns2.is_empty()) {
             let mut args = vec![
                 ns.display().to_string(),
                 refs.tcl_dir.join(b.ns2[0]).display().to_string(),

@@ -292,14 +292,19 @@ struct SimArgs {
     /// [default: the --app-rate, if given].
     #[arg(long, allow_hyphen_values = true)]
     target_rate: Option<String>,
-    /// Background Reno flows with bulk data sharing the bottleneck, each between its own
-    /// hosts; they load the queue but are not in the metrics [default: 0].
+    /// Background flows with bulk data sharing the bottleneck, each between its own hosts;
+    /// they load the queue but are not in the metrics except as background_goodput
+    /// [default: 0].
     #[arg(long, allow_hyphen_values = true)]
     background: Option<String>,
     /// Direction of the background flows: uplink (right to left, against the measured
     /// flows, Teshima's setting) or downlink [default: uplink].
     #[arg(long, allow_hyphen_values = true)]
     background_direction: Option<String>,
+    /// Scheme of the background flows, e.g. cubic to measure a scheme against a
+    /// competitor with --background 1 --background-direction downlink [default: reno].
+    #[arg(long, allow_hyphen_values = true)]
+    background_scheme: Option<String>,
     /// First seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -368,6 +373,7 @@ impl SimArgs {
             ("target-rate", &self.target_rate),
             ("background", &self.background),
             ("background-direction", &self.background_direction),
+            ("background-scheme", &self.background_scheme),
         ];
         for (axis, value) in given {
             if let Some(v) = value {

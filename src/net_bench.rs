@@ -31,8 +31,8 @@ pub struct NetBenchArgs {
     /// Loss rates for the relay runs (data direction), comma-separated.
     #[arg(long, default_value = "0%,1%,5%")]
     loss: String,
-    /// Schemes for the relay runs, comma-separated [default: sack, the default scheme and
-    /// the scheme fastest at 1 % loss].
+    /// Schemes for the relay runs, comma-separated [default: sack, bbr, bbr1, the default
+    /// scheme and the scheme fastest at 1 % loss].
     #[arg(long)]
     schemes: Option<String>,
     /// Only the loopback part.
@@ -230,7 +230,13 @@ fn relayed(a: &NetBenchArgs) -> Result<(), String> {
         .map_err(|e| format!("--loss: {e}"))?;
     let schemes: Vec<String> = match &a.schemes {
         Some(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
-        None => vec!["sack".into(), DEFAULT_SCHEME.into(), PEAK_SCHEME.into()],
+        None => vec![
+            "sack".into(),
+            "bbr".into(),
+            "bbr1".into(),
+            DEFAULT_SCHEME.into(),
+            PEAK_SCHEME.into(),
+        ],
     };
     for s in &schemes {
         Scheme::parse(s).map_err(|e| format!("--schemes: {e}"))?;

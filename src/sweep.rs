@@ -36,6 +36,7 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("target-rate", None),
     ("background", None),
     ("background-direction", None),
+    ("background-scheme", Some("reno")),
 ];
 
 /// Most runs a sweep may have unless `--max-runs` raises it: the run list and the results
@@ -432,6 +433,7 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
                     }
                 }
             }
+            "background-scheme" => sc.background_scheme = field(a, Scheme::parse(v))?,
             "app-rate" => {
                 sc.app = App::Rate {
                     bps: field(a, parse_rate(v))?,

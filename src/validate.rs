@@ -26,21 +26,59 @@ pub struct Options {
     /// Directory holding path.tcl and dumbbell.tcl.
     #[arg(long, default_value = "validation/ns2")]
     pub tcl_dir: PathBuf,
+    /// Which comparison: the window-based TCP baselines against ns-2 and ns-3, or the BBR
+    /// schemes against ns-3's `TcpBbr`.
+    #[arg(long, value_enum, default_value_t = Set::Baselines)]
+    pub set: Set,
     /// Seeds per point.
     #[arg(long, default_value_t = 10)]
     pub seeds: u64,
     /// A few points only.
     #[arg(long)]
     pub quick: bool,
-    /// Directory for validation.csv and the figures.
-    #[arg(long, default_value = "docs/validation")]
-    pub out: PathBuf,
-    /// The markdown report to write.
-    #[arg(long, default_value = "docs/validation.md")]
-    pub report: PathBuf,
+    /// Directory for validation.csv and the figures [default: docs/validation, or
+    /// docs/validation-bbr with --set bbr].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The markdown report to write [default: docs/validation.md, or
+    /// docs/validation-bbr.md with --set bbr].
+    #[arg(long)]
+    pub report: Option<PathBuf>,
     /// Re-render the report and figures from an earlier run's validation.csv.
     #[arg(long, value_name = "CSV")]
     pub from_csv: Option<PathBuf>,
+}
+
+/// A family of comparisons, with its own points, pairings and report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Set {
+    /// Reno, NewReno, SACK and CUBIC against ns-2.35 and ns-3.37.
+    Baselines,
+    /// `bbr1` and `bbr` against ns-3.37's `TcpBbr` (BBR v1).
+    Bbr,
+}
+
+impl Options {
+    fn out(&self) -> PathBuf {
+        self.out.clone().unwrap_or_else(|| match self.set {
+            Set::Baselines => "docs/validation".into(),
+            Set::Bbr => "docs/validation-bbr".into(),
+        })
+    }
+
+    fn report(&self) -> PathBuf {
+        self.report.clone().unwrap_or_else(|| match self.set {
+            Set::Baselines => "docs/validation.md".into(),
+            Set::Bbr => "docs/validation-bbr.md".into(),
+        })
+    }
+
+    fn pairs(&self) -> (&'static [Pairing], &'static [Pairing]) {
+        match self.set {
+            Set::Baselines => (PATH_PAIRS, DUMBBELL_PAIRS),
+            Set::Bbr => (BBR_PAIRS, BBR_PAIRS),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -128,6 +166,23 @@ const DUMBBELL_PAIRS: &[Pairing] = &[
     },
 ];
 
+/// ns-3.37's `TcpBbr` is version 1: `bbr1` is the like-for-like comparison; `bbr`
+/// (version 3) is shown against the same runs to say how far v3 departs from v1.
+const BBR_PAIRS: &[Pairing] = &[
+    Pairing {
+        reference: Sim::Ns3,
+        ref_variant: "bbr",
+        scheme: "bbr1",
+        label: "ns-3 TcpBbr vs tcpfec bbr1",
+    },
+    Pairing {
+        reference: Sim::Ns3,
+        ref_variant: "bbr",
+        scheme: "bbr",
+        label: "ns-3 TcpBbr (v1) vs tcpfec bbr (v3)",
+    },
+];
+
 #[derive(Debug, Clone)]
 struct Job {
     point: Point,
@@ -156,7 +211,39 @@ impl Measure {
     }
 }
 
-fn points(quick: bool) -> (Vec<Point>, Vec<Point>) {
+fn points(set: Set, quick: bool) -> (Vec<Point>, Vec<Point>) {
+    match set {
+        Set::Baselines => baseline_points(quick),
+        Set::Bbr => bbr_points(quick),
+    }
+}
+
+/// The BBR set: the baselines' delay sweep at 0.05 % and a loss sweep at D = 200 ms that
+/// reaches 5 %, without delayed ACKs (BBR's model does not depend on them), and the
+/// dumbbells.
+fn bbr_points(quick: bool) -> (Vec<Point>, Vec<Point>) {
+    let delays: &[u32] = if quick {
+        &[200]
+    } else {
+        &[10, 50, 100, 200, 300]
+    };
+    let losses: &[f64] = if quick {
+        &[0.01]
+    } else {
+        &[0.00001, 0.0001, 0.001, 0.005, 0.01, 0.05]
+    };
+    let path = |delay_ms, loss| Point::Path {
+        delay_ms,
+        loss,
+        delack: false,
+    };
+    let mut out: Vec<Point> = delays.iter().map(|&d| path(d, 0.0005)).collect();
+    out.extend(losses.iter().map(|&p| path(200, p)));
+    let (_, dumbbell) = baseline_points(quick);
+    (out, dumbbell)
+}
+
+fn baseline_points(quick: bool) -> (Vec<Point>, Vec<Point>) {
     let delays: &[u32] = if quick {
         &[10, 200]
     } else {
@@ -409,14 +496,15 @@ fn run_job(job: &Job, opts: &Options) -> Result<Measure, String> {
 }
 
 fn jobs(opts: &Options) -> Vec<Job> {
-    let (path, dumbbell) = points(opts.quick);
+    let (path, dumbbell) = points(opts.set, opts.quick);
+    let (path_pairs, dumbbell_pairs) = opts.pairs();
     let have = |s: Sim| match s {
         Sim::Tcpfec => true,
         Sim::Ns2 => opts.ns2.is_some(),
         Sim::Ns3 => opts.ns3.is_some(),
     };
     let mut out = Vec::new();
-    for (pts, pairs) in [(&path, PATH_PAIRS), (&dumbbell, DUMBBELL_PAIRS)] {
+    for (pts, pairs) in [(&path, path_pairs), (&dumbbell, dumbbell_pairs)] {
         for &point in pts.iter() {
             for pair in pairs {
                 for seed in 1..=opts.seeds {
@@ -580,6 +668,7 @@ fn figure_path(
     points: &[Point],
     by_delay: bool,
     delack: bool,
+    set: Set,
     out: &Path,
 ) -> Result<PathBuf, String> {
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
@@ -620,6 +709,9 @@ fn figure_path(
         (Sim::Tcpfec, "sack", "tcpfec sack"),
         (Sim::Ns3, "cubic", "ns-3 CUBIC"),
         (Sim::Tcpfec, "cubic", "tcpfec cubic"),
+        (Sim::Ns3, "bbr", "ns-3 TcpBbr"),
+        (Sim::Tcpfec, "bbr1", "tcpfec bbr1"),
+        (Sim::Tcpfec, "bbr", "tcpfec bbr"),
     ] {
         let mut pts: Vec<(f64, f64)> = selected
             .iter()
@@ -650,8 +742,11 @@ fn figure_path(
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
         v
     };
-    series.push(("Mathis".into(), model(mathis)));
-    series.push(("PFTK".into(), model(pftk)));
+    // The loss-based models describe the window-based baselines only.
+    if set == Set::Baselines {
+        series.push(("Mathis".into(), model(mathis)));
+        series.push(("PFTK".into(), model(pftk)));
+    }
     let name = format!(
         "path-{}{}.svg",
         if by_delay { "delay" } else { "loss" },
@@ -689,6 +784,7 @@ fn read_csv(path: &Path) -> Result<Results, String> {
     let variants: Vec<&'static str> = PATH_PAIRS
         .iter()
         .chain(DUMBBELL_PAIRS)
+        .chain(BBR_PAIRS)
         .flat_map(|p| [p.ref_variant, p.scheme])
         .collect();
     let mut out = Vec::new();
@@ -739,7 +835,8 @@ fn read_csv(path: &Path) -> Result<Results, String> {
 
 /// Runs everything (or reads an earlier run) and writes the CSV file, figures and report.
 pub fn run(opts: &Options) -> Result<(), String> {
-    std::fs::create_dir_all(&opts.out).map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    let out = opts.out();
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     if let Some(csv) = &opts.from_csv {
         let results = read_csv(csv)?;
         return report(opts, &results);
@@ -762,32 +859,40 @@ pub fn run(opts: &Options) -> Result<(), String> {
         .collect();
     bar.finish_and_clear();
     let results: Results = results.into_iter().collect::<Result<_, _>>()?;
-    write_csv(&results, &opts.out)?;
+    write_csv(&results, &out)?;
     report(opts, &results)
 }
 
 fn report(opts: &Options, results: &Results) -> Result<(), String> {
     let results = results.clone();
-    let (path, dumbbell) = points(opts.quick);
+    let (path, dumbbell) = points(opts.set, opts.quick);
+    let (path_pairs, dumbbell_pairs) = opts.pairs();
+    let (out, report_file) = (opts.out(), opts.report());
     let mut md = String::new();
     let mut summary = Vec::new();
-    for pair in PATH_PAIRS {
+    for pair in path_pairs {
         table(&results, &path, pair, &mut md, &mut summary);
     }
-    for pair in DUMBBELL_PAIRS {
+    for pair in dumbbell_pairs {
         table(&results, &dumbbell, pair, &mut md, &mut summary);
         dumbbell_table(&results, &dumbbell, pair, &mut md);
     }
     let mut figs = Vec::new();
+    let delacks: &[bool] = match opts.set {
+        Set::Baselines => &[false, true],
+        Set::Bbr => &[false],
+    };
     for by_delay in [true, false] {
-        for delack in [false, true] {
-            figs.push(figure_path(&results, &path, by_delay, delack, &opts.out)?);
+        for &delack in delacks {
+            figs.push(figure_path(
+                &results, &path, by_delay, delack, opts.set, &out,
+            )?);
         }
     }
     let report = render(opts, &summary, &md, &figs);
-    std::fs::write(&opts.report, report).map_err(|e| format!("{}: {e}", opts.report.display()))?;
+    std::fs::write(&report_file, report).map_err(|e| format!("{}: {e}", report_file.display()))?;
     println!("{}", summary.join("\n"));
-    println!("wrote {} and {}", opts.report.display(), opts.out.display());
+    println!("wrote {} and {}", report_file.display(), out.display());
     Ok(())
 }
 
@@ -820,21 +925,34 @@ fn write_csv(res: &Results, out: &Path) -> Result<(), String> {
 }
 
 fn render(opts: &Options, summary: &[String], tables: &str, figs: &[PathBuf]) -> String {
+    let out = opts.out();
     let rel = |f: &PathBuf| {
-        let fig_dir = opts.out.strip_prefix("docs").unwrap_or(&opts.out);
+        let fig_dir = out.strip_prefix("docs").unwrap_or(&out);
         fig_dir.join(f).display().to_string()
     };
+    let (title, notes, script) = match opts.set {
+        Set::Baselines => (
+            "Validation against ns-2 and ns-3",
+            include_str!("../validation/NOTES.md"),
+            "validation/run.sh",
+        ),
+        Set::Bbr => (
+            "Validation of the BBR schemes against ns-3's TcpBbr",
+            include_str!("../validation/NOTES-bbr.md"),
+            "validation/run.sh --bbr",
+        ),
+    };
     let mut s = String::new();
-    let _ = writeln!(s, "# Validation against ns-2 and ns-3\n");
+    let _ = writeln!(s, "# {title}\n");
     let _ = writeln!(
         s,
-        "Generated by `validation/run.sh{}` ({} seeds per point). Every number below is a mean over seeds; `±` is the standard deviation. Raw runs: `{}/validation.csv`.\n",
+        "Generated by `{script}{}` ({} seeds per point). Every number below is a mean over seeds; `±` is the standard deviation. Raw runs: `{}/validation.csv`.\n",
         if opts.quick { " --quick" } else { "" },
         opts.seeds,
-        opts.out.display()
+        out.display()
     );
     let _ = writeln!(s, "## Summary\n\n{}\n", summary.join("\n"));
-    let _ = writeln!(s, "{}", include_str!("../validation/NOTES.md"));
+    let _ = writeln!(s, "{notes}");
     let _ = writeln!(s, "## Figures\n");
     for f in figs {
         let _ = writeln!(s, "![{}]({})\n", f.display(), rel(f));

@@ -3,11 +3,21 @@
 # writes docs/validation.md with tables and figures.
 #   validation/run.sh            # full run, 10 seeds per point (about 30 minutes on 2 cores)
 #   validation/run.sh --quick    # a few points, 2 seeds
+#   validation/run.sh --bbr      # bbr1 and bbr against ns-3's TcpBbr, 3 seeds
+#                                # (docs/validation-bbr.md; --bbr --quick for one point)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=()
 seeds=10
-if [ "${1:-}" = "--quick" ]; then quick=(--quick); seeds=2; fi
+set_args=(--set baselines --out docs/validation --report docs/validation.md)
+for arg in "$@"; do
+    case "$arg" in
+        --quick) quick=(--quick); seeds=2 ;;
+        --bbr) set_args=(--set bbr --out docs/validation-bbr --report docs/validation-bbr.md); seeds=3 ;;
+        *) echo "usage: validation/run.sh [--quick] [--bbr]" >&2; exit 2 ;;
+    esac
+done
+if [ ${#quick[@]} -gt 0 ]; then seeds=2; fi
 
 if ! command -v ns >/dev/null || [ ! -d /usr/include/ns3 ]; then
     echo "installing ns2 and libns3-dev (Debian packages)…"
@@ -26,4 +36,4 @@ fi
 
 cargo build --release --quiet
 ./target/release/tcpfec validate --ns2 "$(command -v ns)" --ns3 validation/build/ns3-scenario \
-    --seeds "$seeds" --out docs/validation "${quick[@]}" --report docs/validation.md
+    --seeds "$seeds" "${set_args[@]}" "${quick[@]}"

@@ -450,11 +450,14 @@ impl Conn {
         }
         let s = engine.stats();
         let mss = engine.config().mss as f64;
-        self.pacer.set_rate(
-            engine.cwnd() * mss,
-            s.srtt,
-            engine.cwnd() < engine.ssthresh(),
-        );
+        match engine.pacing_rate() {
+            Some(rate) => self.pacer.set_controller_rate(rate),
+            None => self.pacer.set_rate(
+                engine.cwnd() * mss,
+                s.srtt,
+                engine.cwnd() < engine.ssthresh(),
+            ),
+        }
 
         let mut next: Option<Instant> = None;
         let mut plain = [0u8; MAX_BODY];

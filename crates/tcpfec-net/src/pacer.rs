@@ -8,6 +8,11 @@ use tcpfec_proto::Instant;
 /// and holding them back would slow the peer's sender.
 pub const UNPACED_MAX: usize = 200;
 
+/// How far above a pacing controller's payload rate the bucket runs: a datagram carries
+/// up to about 25 % more than its payload for small segments (40-byte header, options,
+/// envelope and tag on a 400-byte payload); full-size segments carry about 5 %.
+pub const CONTROLLER_RATE_MARGIN: f64 = 1.25;
+
 /// Token bucket in bytes.
 #[derive(Debug, Clone)]
 pub struct Pacer {
@@ -41,6 +46,15 @@ impl Pacer {
         self.burst = self.burst.max(self.rate * 0.002);
     }
 
+    /// Sets the rate from a controller that paces (BBR): its rate in payload bytes per
+    /// second. The engine already releases packets at that rate; this bucket is charged
+    /// whole datagrams (headers, options and the AEAD tag on top of the payload), so it
+    /// runs [`CONTROLLER_RATE_MARGIN`] above it and only bounds bursts, never the rate.
+    pub fn set_controller_rate(&mut self, payload_rate: f64) {
+        self.rate = payload_rate.max(1.0) * CONTROLLER_RATE_MARGIN;
+        self.burst = self.burst.max(self.rate * 0.002);
+    }
+
     fn refill(&mut self, now: Instant) {
         let dt = now.saturating_since(self.last).as_secs_f64();
         self.last = now;
@@ -68,6 +82,30 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_controller_rate_is_followed_with_its_margin() {
+        let mut p = Pacer::new(3000);
+        p.set_controller_rate(1_000_000.0);
+        let mut now = Instant::ZERO;
+        let mut sent = 0usize;
+        let end = Instant::from_nanos(1_000_000_000);
+        while now < end {
+            match p.delay(now) {
+                None => {
+                    p.on_sent(1500);
+                    sent += 1500;
+                }
+                Some(t) => now = t,
+            }
+        }
+        // One second at 1.25 MB/s of datagrams, plus the first burst.
+        let expected = 1_000_000.0 * CONTROLLER_RATE_MARGIN;
+        assert!(
+            (sent as f64 - expected).abs() < 0.02 * expected + 3000.0,
+            "sent {sent} bytes in 1 s, expected about {expected}"
+        );
+    }
 
     #[test]
     fn spreads_packets_at_the_rate() {

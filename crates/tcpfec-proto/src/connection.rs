@@ -500,6 +500,12 @@ impl Connection {
         self.sender.delivery_rate()
     }
 
+    /// The controller's pacing rate in payload bytes per second; `None` for window-only
+    /// schemes, which send as the window opens.
+    pub fn pacing_rate(&self) -> Option<f64> {
+        self.sender.cc.pacing_rate()
+    }
+
     /// Segments believed in flight.
     pub fn pipe(&self) -> usize {
         self.sender.pipe()

@@ -168,6 +168,15 @@ impl Endpoint {
         both!(self, c => c.cwnd())
     }
 
+    /// The controller's pacing rate in payload bytes per second, if it paces (BBR);
+    /// FECTCP's block transfers never pace.
+    pub fn pacing_rate(&self) -> Option<f64> {
+        match self {
+            Endpoint::Stream(c) => c.pacing_rate(),
+            Endpoint::Blocks(_) => None,
+        }
+    }
+
     /// Size of the FEC groups being formed (0 for FECTCP and schemes without FEC).
     pub fn fec_group_size(&self) -> u16 {
         match self {

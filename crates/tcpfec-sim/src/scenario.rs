@@ -128,9 +128,12 @@ pub struct Scenario {
     /// Target rate of the schemes that have one (bits per second); defaults to the
     /// application's rate when it has one.
     pub target_rate: Option<u64>,
-    /// Background Reno flows with bulk data sharing the bottleneck (Teshima's WLAN
-    /// setting), each between its own pair of hosts. Not counted in the run's metrics.
+    /// Background flows with bulk data sharing the bottleneck (Teshima's WLAN setting),
+    /// each between its own pair of hosts. Not counted in the run's metrics.
     pub background: u32,
+    /// Scheme of the background flows (Reno in Teshima's setting).
+    #[serde(serialize_with = "scheme_name")]
+    pub background_scheme: Scheme,
     /// The background flows send right to left (uplink), against the measured flows.
     pub background_uplink: bool,
 }
@@ -169,6 +172,7 @@ impl Default for Scenario {
             max_window: None,
             target_rate: None,
             background: 0,
+            background_scheme: Scheme::parse("reno").expect("built-in"),
             background_uplink: true,
         }
     }
@@ -412,10 +416,11 @@ impl Scenario {
         EVENTS_PER_PACKET * packets + ticks
     }
 
-    /// The configuration of the background flows: Reno with the same engine settings.
+    /// The configuration of the background flows: their scheme with the same engine
+    /// settings.
     pub fn background_config(&self) -> Config {
         Config {
-            scheme: Scheme::parse("reno").expect("built-in"),
+            scheme: self.background_scheme.clone(),
             target_rate_bps: None,
             ..self.config()
         }

@@ -1,0 +1,45 @@
+//! A measured flow against a competitor of another scheme on one bottleneck (the BBR
+//! fairness runs): the background flows run the scheme they are given, in the same
+//! direction, and both sides get a share of the link.
+
+use core::time::Duration;
+use tcpfec_proto::Scheme;
+use tcpfec_sim::{run, LossSpec, Scenario, Start, Topology};
+
+fn against(scheme: &str, competitor: &str, buffer: u32) -> (f64, f64) {
+    let r = run(&Scenario {
+        topology: Topology::Dumbbell,
+        flows: 1,
+        background: 1,
+        background_uplink: false,
+        background_scheme: Scheme::parse(competitor).unwrap(),
+        scheme: Scheme::parse(scheme).unwrap(),
+        bottleneck_bps: 10_000_000,
+        delay: Duration::from_millis(20),
+        buffer,
+        loss: LossSpec::None,
+        duration: Duration::from_secs(40),
+        window: (Duration::from_secs(10), Duration::from_secs(40)),
+        start: Start::Fixed { at: Duration::ZERO },
+        ..Scenario::default()
+    });
+    (r.goodput_mbps, r.background_goodput_mbps)
+}
+
+#[test]
+fn a_background_competitor_runs_its_own_scheme_and_shares_the_link() {
+    // Two CUBIC flows split the link roughly evenly; against BBR v1 in a buffer of about one BDP
+    // CUBIC gets far less (BBR's known advantage there), so the two competitors differ.
+    let (a, b) = against("cubic", "cubic", 35);
+    assert!(a + b > 9.0, "cubic+cubic use the link: {a} + {b}");
+    assert!(a.min(b) > 2.5, "two cubic flows share it: {a} / {b}");
+    let (bbr, cubic) = against("bbr1", "cubic", 35);
+    assert!(
+        bbr + cubic > 9.0,
+        "bbr1+cubic use the link: {bbr} + {cubic}"
+    );
+    assert!(
+        bbr > 2.0 * cubic,
+        "bbr1 dominates cubic in one BDP of buffer: {bbr} vs {cubic}"
+    );
+}
