@@ -2,6 +2,7 @@
 //! receiver's decoder (SPEC C4, C5, S1–S6).
 
 pub mod afec;
+pub mod channel;
 mod controller;
 mod decoder;
 mod dfec;
@@ -9,6 +10,7 @@ mod encoder;
 pub mod fountain;
 pub mod policy;
 pub mod rs;
+pub mod sizing;
 pub mod tfec;
 pub mod xor;
 

@@ -1,0 +1,309 @@
+//! The loss channel as the `auto` scheme sees it: an estimate of the loss rate and of how
+//! bursty the losses are, from the per-packet outcomes (received or lost, in sending
+//! order) the receiver's feedback reports.
+//!
+//! The model is the simple Gilbert channel (a Gilbert–Elliott channel that loses every
+//! packet in the bad state and none in the good one): P(good → bad) = `p`, P(bad → good)
+//! = `r`. Its loss rate is p / (p + r) and its mean loss run is 1 / r, so counting packets,
+//! losses and loss runs (a loss after a received packet starts a run) estimates both:
+//! loss rate = losses / packets, mean burst = losses / runs. Bernoulli loss is the case
+//! p + r = 1 (mean burst 1 / (1 − loss rate)).
+//!
+//! The counts decay exponentially with a memory of [`SLOW_MEMORY`] packets, long enough
+//! for a steady estimate. A second set with a memory of [`FAST_MEMORY`] packets watches for
+//! a change: when the short-memory loss rate is significantly above the long one (more
+//! than four standard deviations of a short-memory estimate on the long-memory channel,
+//! bursts counted, and more than twice it),
+//! the long memory restarts from the short one, so the estimate follows a jump in loss
+//! within a few hundred packets (a few round trips at tens of Mb/s); a fall is followed
+//! at the slow pace, which errs on the side of too much repair.
+
+/// Memory of the steady estimate, packets.
+pub const SLOW_MEMORY: f64 = 8192.0;
+/// Memory of the change detector, packets.
+pub const FAST_MEMORY: f64 = 512.0;
+
+/// Exponentially decaying counts of packets, losses and loss runs.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    packets: f64,
+    losses: f64,
+    runs: f64,
+}
+
+impl Counts {
+    /// Adds one outcome; the weights of older ones shrink by (1 − 1/memory) — until
+    /// `memory` packets have been seen the counts are plain sums (no start-up bias).
+    fn add(&mut self, lost: bool, starts_run: bool, memory: f64) {
+        if self.packets >= memory {
+            let keep = 1.0 - 1.0 / memory;
+            self.packets *= keep;
+            self.losses *= keep;
+            self.runs *= keep;
+        }
+        self.packets += 1.0;
+        if lost {
+            self.losses += 1.0;
+        }
+        if starts_run {
+            self.runs += 1.0;
+        }
+    }
+
+    fn loss_rate(&self) -> f64 {
+        if self.packets > 0.0 {
+            self.losses / self.packets
+        } else {
+            0.0
+        }
+    }
+}
+
+/// What the estimator believes about the channel now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChannelEstimate {
+    /// Fraction of packets lost.
+    pub loss_rate: f64,
+    /// Mean number of consecutive losses in a run (1 for isolated losses).
+    pub mean_burst: f64,
+    /// Packets the estimate rests on (the decayed count).
+    pub packets: f64,
+}
+
+impl ChannelEstimate {
+    /// Gilbert parameters (P(good → bad), P(bad → good)) with this loss rate and mean
+    /// burst; `None` on a loss-free estimate.
+    pub fn gilbert(&self) -> Option<(f64, f64)> {
+        if self.loss_rate <= 0.0 {
+            return None;
+        }
+        let r = (1.0 / self.mean_burst.max(1.0)).min(1.0);
+        let pi = self.loss_rate.min(0.999);
+        // pi = p / (p + r)  =>  p = r · pi / (1 − pi).
+        Some(((r * pi / (1.0 - pi)).min(1.0), r))
+    }
+}
+
+/// The estimator: feed it outcomes in sending order.
+#[derive(Debug, Clone, Default)]
+pub struct ChannelEstimator {
+    slow: Counts,
+    fast: Counts,
+    last_lost: bool,
+    restarts: u64,
+}
+
+impl ChannelEstimator {
+    /// An estimator that has seen nothing (loss rate 0, mean burst 1).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records the outcome of the next packet in sending order.
+    pub fn observe(&mut self, lost: bool) {
+        let starts_run = lost && !self.last_lost;
+        self.last_lost = lost;
+        self.slow.add(lost, starts_run, SLOW_MEMORY);
+        self.fast.add(lost, starts_run, FAST_MEMORY);
+        if self.fast.packets >= FAST_MEMORY && self.loss_jumped() {
+            self.slow = self.fast;
+            self.restarts += 1;
+        }
+    }
+
+    /// Records `received` delivered packets followed by `lost` lost ones (a compact form
+    /// of feedback: one loss run and the packets before it).
+    pub fn observe_run(&mut self, received: u64, lost: u64) {
+        for _ in 0..received {
+            self.observe(false);
+        }
+        for _ in 0..lost {
+            self.observe(true);
+        }
+    }
+
+    /// The short memory sees significantly more loss than the long one.
+    fn loss_jumped(&self) -> bool {
+        let slow = self.slow.loss_rate();
+        let fast = self.fast.loss_rate();
+        // Standard deviation of a loss-rate estimate over FAST_MEMORY packets if the
+        // long-memory channel were the truth (its rate floored so a loss-free past is not
+        // "certain"). Bursts inflate the variance of a loss count by about 2b − 1 for
+        // mean burst b (the Gilbert chain's (1 + ρ)/(1 − ρ), ρ = 1 − p − r); without
+        // that, a few bursts close together read as a change of channel.
+        let p = slow.max(1.0 / SLOW_MEMORY);
+        let burst = self.estimate().mean_burst;
+        let sd = (p * (1.0 - p) * (2.0 * burst - 1.0) / FAST_MEMORY).sqrt();
+        fast > 2.0 * slow && fast - slow > 4.0 * sd
+    }
+
+    /// The current estimate.
+    pub fn estimate(&self) -> ChannelEstimate {
+        let c = &self.slow;
+        let mean_burst = if c.runs > 0.0 {
+            (c.losses / c.runs).max(1.0)
+        } else {
+            1.0
+        };
+        ChannelEstimate {
+            loss_rate: c.loss_rate(),
+            mean_burst,
+            packets: c.packets,
+        }
+    }
+
+    /// How many times a jump in loss restarted the long memory.
+    pub fn restarts(&self) -> u64 {
+        self.restarts
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A small deterministic generator (SplitMix64) for channel draws.
+    pub(crate) struct Draws(pub u64);
+
+    impl Draws {
+        pub(crate) fn unit(&mut self) -> f64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    /// A Gilbert channel with loss rate `pi` and mean burst `burst`.
+    pub(crate) struct Gilbert {
+        p: f64,
+        r: f64,
+        bad: bool,
+    }
+
+    impl Gilbert {
+        pub(crate) fn new(pi: f64, burst: f64) -> Self {
+            let r = 1.0 / burst;
+            Gilbert {
+                p: r * pi / (1.0 - pi),
+                r,
+                bad: false,
+            }
+        }
+
+        pub(crate) fn lost(&mut self, d: &mut Draws) -> bool {
+            self.bad = if self.bad {
+                d.unit() >= self.r
+            } else {
+                d.unit() < self.p
+            };
+            self.bad
+        }
+    }
+
+    fn converged(pi: f64, burst: f64, packets: usize, seed: u64) -> ChannelEstimate {
+        let mut ch = Gilbert::new(pi, burst);
+        let mut d = Draws(seed);
+        let mut e = ChannelEstimator::new();
+        for _ in 0..packets {
+            e.observe(ch.lost(&mut d));
+        }
+        e.estimate()
+    }
+
+    fn within(x: f64, truth: f64, tol: f64) -> bool {
+        (x - truth).abs() <= tol * truth
+    }
+
+    #[test]
+    fn converges_on_bernoulli_and_bursty_channels() {
+        // Every seed of ten must land within 20 % on the loss rate and the mean burst
+        // (Bernoulli's is 1 / (1 − p)). 10^4 packets for Bernoulli loss and bursts of 2;
+        // bursts of 5 need 4·10^4: in 10^4 packets at 5 % they make only about 100 runs,
+        // whose loss count has a relative standard error of about 13 % (the variance of a
+        // loss count grows by 2b − 1 with mean burst b), so 20 % would be 1.5 standard
+        // errors and about one seed in eight would miss it whatever the estimator.
+        for (pi, burst, packets) in [
+            (0.01, 1.0 / 0.99, 10_000),
+            (0.05, 1.0 / 0.95, 10_000),
+            (0.05, 2.0, 10_000),
+            (0.05, 5.0, 40_000),
+        ] {
+            for seed in 1..=10 {
+                let e = converged(pi, burst, packets, seed);
+                assert!(
+                    within(e.loss_rate, pi, 0.2),
+                    "p {pi} burst {burst} seed {seed}: loss rate {}",
+                    e.loss_rate
+                );
+                assert!(
+                    within(e.mean_burst, burst, 0.2),
+                    "p {pi} burst {burst} seed {seed}: mean burst {}",
+                    e.mean_burst
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn follows_a_jump_in_loss_within_a_few_hundred_packets() {
+        let mut d = Draws(7);
+        let mut e = ChannelEstimator::new();
+        let mut quiet = Gilbert::new(0.001, 1.0);
+        for _ in 0..20_000 {
+            e.observe(quiet.lost(&mut d));
+        }
+        assert!(e.estimate().loss_rate < 0.003);
+        let mut loud = Gilbert::new(0.10, 1.0);
+        let mut after = None;
+        for n in 1..=5_000 {
+            e.observe(loud.lost(&mut d));
+            if after.is_none() && e.estimate().loss_rate > 0.05 {
+                after = Some(n);
+            }
+        }
+        let n = after.expect("the estimate never followed the jump to 10 % loss");
+        assert!(n <= 1_000, "took {n} packets to see half of a jump to 10 %");
+        assert!(within(e.estimate().loss_rate, 0.10, 0.2));
+    }
+
+    #[test]
+    fn a_fall_in_loss_is_followed_at_the_slow_pace() {
+        let mut d = Draws(9);
+        let mut e = ChannelEstimator::new();
+        let mut loud = Gilbert::new(0.10, 1.0);
+        for _ in 0..20_000 {
+            e.observe(loud.lost(&mut d));
+        }
+        for _ in 0..(SLOW_MEMORY as usize / 4) {
+            e.observe(false);
+        }
+        // A quarter of the memory later the estimate has fallen by about 22 %, not to 0.
+        let p = e.estimate().loss_rate;
+        assert!(
+            p > 0.06 && p < 0.09,
+            "after a quarter memory of no loss: {p}"
+        );
+        assert_eq!(e.restarts(), 0, "a fall never restarts the memory");
+    }
+
+    #[test]
+    fn gilbert_parameters_reproduce_the_estimate() {
+        let e = ChannelEstimate {
+            loss_rate: 0.02,
+            mean_burst: 4.0,
+            packets: 1e4,
+        };
+        let (p, r) = e.gilbert().unwrap();
+        assert!((p / (p + r) - 0.02).abs() < 1e-12);
+        assert!((1.0 / r - 4.0).abs() < 1e-12);
+        assert!(ChannelEstimate {
+            loss_rate: 0.0,
+            mean_burst: 1.0,
+            packets: 10.0
+        }
+        .gilbert()
+        .is_none());
+    }
+}

@@ -1,0 +1,223 @@
+//! Code sizing for the `auto` scheme: given the channel estimate, how many data packets K
+//! a block carries and how many repairs M protect it, so that the probability a block
+//! cannot be rebuilt (more than M of its K + M packets lost) stays under a target at the
+//! least repair overhead M / (K + M).
+//!
+//! The loss count in a block of n consecutive packets on a Gilbert channel is computed
+//! exactly by a forward recursion over (state, losses so far), O(n²) per n; on a Bernoulli
+//! channel it is the binomial tail. K is bounded above by the repair delay a block may add
+//! (the caller turns "a fraction of an RTT" into packets) and by the code's limit; larger
+//! blocks need relatively fewer repairs (the law of large numbers), so the search prefers
+//! the largest K the delay allows and the least M for it.
+
+use super::channel::ChannelEstimate;
+
+/// Most packets (data plus repair) in one block: Reed-Solomon over GF(2⁸).
+pub const MAX_BLOCK: usize = 255;
+
+/// The probe level of redundancy on a path with no loss measured: one repair per this many
+/// packets at most (2 %), which also keeps measuring whether repair would help.
+pub const PROBE_BLOCK: usize = 50;
+
+/// A chosen code: K data packets and M repairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodeSize {
+    /// Data packets per block.
+    pub k: usize,
+    /// Repair packets per block.
+    pub m: usize,
+}
+
+impl CodeSize {
+    /// Repair share of the packets sent, M / (K + M).
+    pub fn overhead(&self) -> f64 {
+        self.m as f64 / (self.k + self.m) as f64
+    }
+}
+
+/// P(more than `m` losses among `n` consecutive packets) on the estimated channel, the
+/// first packet's state drawn from the stationary distribution.
+pub fn block_failure(est: &ChannelEstimate, n: usize, m: usize) -> f64 {
+    if m >= n {
+        return 0.0;
+    }
+    failure_table(est, n)[n][m]
+}
+
+/// `t[n][m]` = P(more than `m` losses among `n` consecutive packets) for every
+/// n ≤ `n_max` and m < n, from one pass of the forward recursion (O(n_max²)).
+fn failure_table(est: &ChannelEstimate, n_max: usize) -> Vec<Vec<f64>> {
+    let mut table = vec![Vec::new(); n_max + 1];
+    let Some((p, r)) = est.gilbert() else {
+        for (n, row) in table.iter_mut().enumerate() {
+            *row = vec![0.0; n + 1];
+        }
+        return table;
+    };
+    let pi_bad = p / (p + r);
+    // good[j], bad[j]: probability of j losses so far and being in that state now.
+    let mut good = vec![0.0f64; n_max + 2];
+    let mut bad = vec![0.0f64; n_max + 2];
+    good[0] = 1.0 - pi_bad;
+    bad[1] = pi_bad;
+    for (n, slot) in table.iter_mut().enumerate().skip(1) {
+        if n > 1 {
+            // One more packet: good → good (kept), good → bad (lost), bad → good (kept),
+            // bad → bad (lost). Walk j downwards so each cell is read before it is
+            // overwritten.
+            for j in (0..=n).rev() {
+                let (g, b) = (good[j], bad[j]);
+                let (g_prev, b_prev) = if j > 0 {
+                    (good[j - 1], bad[j - 1])
+                } else {
+                    (0.0, 0.0)
+                };
+                good[j] = g * (1.0 - p) + b * r;
+                bad[j] = g_prev * p + b_prev * (1.0 - r);
+            }
+        }
+        // tail[m] = sum over j > m of P(j losses).
+        let mut row = vec![0.0f64; n + 1];
+        let mut acc = 0.0;
+        for m in (0..n).rev() {
+            acc += good[m + 1] + bad[m + 1];
+            row[m] = acc.min(1.0);
+        }
+        *slot = row;
+    }
+    table
+}
+
+/// The code with the least overhead that keeps the block-failure probability under
+/// `target`, with at most `max_k` data packets per block (the delay bound). On a loss-free
+/// estimate: one repair per block of up to [`PROBE_BLOCK`] packets. If no M up to the
+/// block limit meets the target (very heavy loss), the code with the most repair.
+pub fn size_code(est: &ChannelEstimate, target: f64, max_k: usize) -> CodeSize {
+    let max_k = max_k.clamp(1, MAX_BLOCK - 1);
+    if est.loss_rate <= 0.0 {
+        return CodeSize {
+            k: max_k.min(PROBE_BLOCK - 1),
+            m: 1,
+        };
+    }
+    let table = failure_table(est, MAX_BLOCK);
+    let mut best: Option<CodeSize> = None;
+    // Larger K never needs a larger share of repair, but M is whole: try every K from the
+    // delay bound down and keep the least overhead (ties: the larger K, fewer blocks).
+    for k in (1..=max_k).rev() {
+        let Some(m) = (1..=MAX_BLOCK - k).find(|&m| table[k + m][m] <= target) else {
+            continue;
+        };
+        let c = CodeSize { k, m };
+        if best.is_none_or(|b| c.overhead() < b.overhead() - 1e-12) {
+            best = Some(c);
+        }
+        // A smaller K cannot beat an overhead below the share one repair costs it.
+        if best.is_some_and(|b| b.overhead() <= 1.0 / (k as f64)) {
+            break;
+        }
+    }
+    best.unwrap_or(CodeSize {
+        k: 1,
+        m: MAX_BLOCK - 1,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::channel::tests::{Draws, Gilbert};
+    use super::*;
+
+    fn est(loss_rate: f64, mean_burst: f64) -> ChannelEstimate {
+        ChannelEstimate {
+            loss_rate,
+            mean_burst,
+            packets: 1e5,
+        }
+    }
+
+    /// Binomial tail, for checking the recursion on a Bernoulli channel.
+    fn binomial_tail(n: usize, m: usize, p: f64) -> f64 {
+        let mut total = 0.0;
+        for j in m + 1..=n {
+            let mut c = 1.0f64;
+            for i in 0..j {
+                c *= (n - i) as f64 / (j - i) as f64;
+            }
+            total += c * p.powi(j as i32) * (1.0 - p).powi((n - j) as i32);
+        }
+        total
+    }
+
+    #[test]
+    fn the_recursion_is_the_binomial_tail_on_a_bernoulli_channel() {
+        for (p, n, m) in [(0.01, 20, 1), (0.05, 40, 3), (0.1, 10, 2)] {
+            let e = est(p, 1.0 / (1.0 - p));
+            let a = block_failure(&e, n, m);
+            let b = binomial_tail(n, m, p);
+            assert!((a - b).abs() < 1e-12 * b.max(1e-300) + 1e-15, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn bursts_need_more_repair_than_isolated_losses() {
+        let isolated = size_code(&est(0.02, 1.0 / 0.98), 1e-3, 64);
+        let bursty = size_code(&est(0.02, 5.0), 1e-3, 64);
+        assert!(
+            bursty.overhead() > isolated.overhead(),
+            "{bursty:?} vs {isolated:?}"
+        );
+    }
+
+    #[test]
+    fn a_clean_path_gets_the_probe_level_only() {
+        let c = size_code(&est(0.0, 1.0), 1e-3, 200);
+        assert!(c.overhead() <= 0.02, "{c:?}");
+        let short = size_code(&est(0.0, 1.0), 1e-3, 10);
+        assert_eq!(short, CodeSize { k: 10, m: 1 });
+    }
+
+    #[test]
+    fn the_chosen_code_meets_the_target_over_a_million_packets() {
+        // Draw the channel packet by packet, cut it into blocks of the chosen code and
+        // count blocks with more than M losses: the rate must be under the target (with
+        // room for the sampling error of about 1000 blocks' worth of failures).
+        for (pi, burst, seed) in [(0.01, 1.0 / 0.99, 1), (0.05, 1.0 / 0.95, 2), (0.02, 2.0, 3)] {
+            let target = 1e-3;
+            let c = size_code(&est(pi, burst), target, 100);
+            let n = c.k + c.m;
+            let mut ch = Gilbert::new(pi, burst);
+            let mut d = Draws(seed);
+            let (mut blocks, mut failed) = (0u64, 0u64);
+            let mut sent = 0usize;
+            while sent < 1_000_000 {
+                let lost = (0..n).filter(|_| ch.lost(&mut d)).count();
+                blocks += 1;
+                if lost > c.m {
+                    failed += 1;
+                }
+                sent += n;
+            }
+            let rate = failed as f64 / blocks as f64;
+            let predicted = block_failure(&est(pi, burst), n, c.m);
+            assert!(predicted <= target, "{c:?}: predicted {predicted}");
+            // Poisson bound: at most the target plus three standard deviations.
+            let allowed = target + 3.0 * (target / blocks as f64).sqrt();
+            assert!(
+                rate <= allowed,
+                "p {pi} burst {burst} {c:?}: {failed} of {blocks} blocks failed ({rate}), allowed {allowed}"
+            );
+        }
+    }
+
+    #[test]
+    fn heavier_loss_costs_more_repair() {
+        let mut last = 0.0;
+        for p in [0.001, 0.01, 0.02, 0.05, 0.1] {
+            let c = size_code(&est(p, 1.0 / (1.0 - p)), 1e-3, 100);
+            assert!(c.overhead() > last, "p {p}: {c:?}");
+            assert!(block_failure(&est(p, 1.0 / (1.0 - p)), c.k + c.m, c.m) <= 1e-3);
+            last = c.overhead();
+        }
+    }
+}
