@@ -40,7 +40,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
     ("fec-static-N", "Sato S2+S4: one XOR repair per N segments, duplicate-ACK suppression (ch. 3 'fec 1/N')"),
     ("fec-fmax-N", "Sato S3+S4: group size min(cwnd-1, N), duplicate-ACK suppression (ch. 4 'fec+fmax N')"),
     ("fec-dup-...", "any of the above without duplicate-ACK suppression (ch. 3 simple FEC; ch. 4 'fec-dup')"),
-        ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe or cubic (SACK recovery, CUBIC window)"),
+        ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe, cubic (SACK recovery, CUBIC window), bbr or bbr1 (SACK recovery, paced BBR v3 / v1)"),
     ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
     ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
     ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --target-rate or --app-rate, NewReno base"),
@@ -289,9 +289,12 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
         // CUBIC window growth with SACK recovery, as the `cubic` baseline: regrows a large
         // window in far fewer round trips after an uncorrectable loss.
         "cubic" => (Recovery::Sack, CcKind::Cubic),
+        // The BBR models with SACK recovery: FEC under a rate-based controller.
+        "bbr" => (Recovery::Sack, CcKind::Bbr),
+        "bbr1" => (Recovery::Sack, CcKind::Bbr1),
         other => {
             return Err(format!(
-                "unknown base '{other}' (sack, reno, newreno, tahoe, cubic)"
+                "unknown base '{other}' (sack, reno, newreno, tahoe, cubic, bbr, bbr1)"
             ))
         }
     };
@@ -397,6 +400,8 @@ mod tests {
         assert_eq!(s.recovery, Recovery::Sack);
         assert_eq!(s.fec.unwrap().repairs, 3);
         assert_eq!(Scheme::parse("anker-16-3").unwrap().cc, CcKind::Reno);
+        assert_eq!(Scheme::parse("anker-16-3-bbr1").unwrap().cc, CcKind::Bbr1);
+        assert_eq!(Scheme::parse("anker-16-3-bbr").unwrap().cc, CcKind::Bbr);
         assert!(Scheme::parse("anker-16-3-vegas").is_err());
     }
 
