@@ -95,6 +95,8 @@ pub(crate) struct Sender {
     pacing_wait: bool,
     /// The window (not the application) stopped the last send attempt.
     cwnd_limited: bool,
+    /// The controller reads ACK events and may pace (asked once, at build).
+    event_driven: bool,
     /// The RTT measured from the current ACK's timestamp echo.
     rtt_this_ack: Option<Duration>,
     /// Model-based controllers: retransmissions in send order, to find the lost ones.
@@ -147,6 +149,7 @@ impl Sender {
             .cc
             .build(cfg.initial_window, cfg.mss, cfg.cc_seed);
         let rto_floor = rto_variance_floor(cfg, cc.as_ref());
+        let event_driven = cc.wants_ack_events();
         Sender {
             sb: Scoreboard::default(),
             unsent: VecDeque::new(),
@@ -184,6 +187,7 @@ impl Sender {
             next_send: Instant::ZERO,
             pacing_wait: false,
             cwnd_limited: false,
+            event_driven,
             rtt_this_ack: None,
             retransmitted_order: VecDeque::new(),
             repairs_sent: 0,
@@ -321,7 +325,7 @@ impl Sender {
 
     /// Smoothed RTT, or the initial RTO before the first sample.
     fn smoothed_rtt(&self) -> Duration {
-        self.rtt.srtt().unwrap_or(self.rtt.rto())
+        self.rtt.srtt().unwrap_or_else(|| self.rtt.rto())
     }
 
     fn arm_rto(&mut self, now: Instant) {
@@ -339,7 +343,12 @@ impl Sender {
     /// The next packet to transmit, if the window, the data and (for a paced controller)
     /// the pacing rate allow one.
     pub fn poll(&mut self, now: Instant) -> Option<Outgoing> {
-        let Some(rate) = self.cc.pacing_rate() else {
+        let rate = if self.event_driven {
+            self.cc.pacing_rate()
+        } else {
+            None
+        };
+        let Some(rate) = rate else {
             return self.poll_window(now);
         };
         if now < self.next_send {
@@ -361,6 +370,7 @@ impl Sender {
     }
 
     /// The next packet the window and the data allow.
+    #[inline]
     fn poll_window(&mut self, now: Instant) -> Option<Outgoing> {
         let mut cwnd = self.cc.cwnd();
         // TCP-TFEC and TCP-AFEC with a target rate send no faster than the target needs.
@@ -451,7 +461,7 @@ impl Sender {
     fn arm_flush(&mut self, now: Instant) {
         if let Some((enc, f)) = self.fec.as_ref() {
             if f.flush_at_flight_end && enc.has_open_group() && self.flush_deadline.is_none() {
-                let wait = self.rtt.srtt().unwrap_or(self.rtt.rto()) / 2;
+                let wait = self.rtt.srtt().unwrap_or_else(|| self.rtt.rto()) / 2;
                 self.flush_deadline = Some(now + wait);
             }
         }
@@ -566,13 +576,17 @@ impl Sender {
         if sample.is_some() {
             self.last_rate = sample;
         }
+        let rtt = self.rtt_this_ack.take();
+        if !self.event_driven {
+            return;
+        }
         let ev = AckEvent {
             sample,
             delivered: self.sb.rate.delivered(),
             newly_acked: sample.map_or(0, |s| s.newly_acked),
             newly_lost: self.sb.rate.lost() - lost_before,
             inflight: self.in_flight_bytes(),
-            rtt: self.rtt_this_ack.take(),
+            rtt,
             cwnd_limited: self.cwnd_limited,
         };
         self.cc.on_ack_event(now, &ev);

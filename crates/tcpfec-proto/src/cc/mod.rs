@@ -107,7 +107,15 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     fn pacing_rate(&self) -> Option<f64> {
         None
     }
-    /// Everything one ACK told the sender, after it was processed.
+    /// True for controllers that read [`AckEvent`]s (and pace, if they return a rate).
+    /// Asked once when the sender is built: for the others the sender neither builds the
+    /// event nor asks for a pacing rate, which keeps window-only schemes as cheap per ACK
+    /// as before rate sampling existed.
+    fn wants_ack_events(&self) -> bool {
+        self.models_path()
+    }
+    /// Everything one ACK told the sender, after it was processed (only called when
+    /// [`CongestionControl::wants_ack_events`]).
     fn on_ack_event(&mut self, _now: Instant, _ev: &AckEvent) {}
 }
 
