@@ -459,6 +459,13 @@ impl Sender {
             Some((enc, _)) if !payload.is_empty() => Some(enc.add(seg, &payload, cwnd)),
             _ => None,
         };
+        // FEC-aware loss detection (`Scoreboard::mark_lost_by_sack`) for the controllers
+        // that model the path; window-only schemes keep RFC 6675's rule (their behaviour
+        // is pinned by the regression matrix).
+        if let Some(g) = fec.filter(|_| self.cc.models_path()) {
+            // Until its group closes, its repairs leave at the latest after its last member.
+            self.sb.set_fec_bound(seg, g.last() + 1);
+        }
         Some(Outgoing::Segment(OutSegment {
             seg,
             payload,
@@ -493,6 +500,14 @@ impl Sender {
             bytes: r.payload.len() as u64,
             left: false,
         });
+        if self.cc.models_path() {
+            // Every segment numbered from `nxt` on leaves after this repair: SACKs of those
+            // may show the group's holes lost (a group closed early is bounded here).
+            let (g, nxt) = (r.group, self.sb.nxt());
+            for i in 0..g.count as u64 {
+                self.sb.set_fec_bound(g.first + i * g.stride as u64, nxt);
+            }
+        }
         self.repairs_sent += 1;
         Some(r)
     }
