@@ -158,6 +158,21 @@ impl DeliveryRate {
         }
     }
 
+    /// A repair packet of `bytes`, sent with `tx` to protect a group whose last member is
+    /// `seq`, has left the network at `now` (a packet sent after it was delivered, or the
+    /// cumulative ACK passed its group). Repairs use the bottleneck like data and are
+    /// paced like data, so the path's rate counts them: without them a code of K data and
+    /// M repair packets shows only K/(K+M) of the rate the flow gets, and a controller
+    /// whose probes raise the rate by less than (K+M)/K (BBR's 1.25) sees its estimate
+    /// shrink with every cycle. The receiver does not acknowledge repairs, so the sender
+    /// cannot tell which arrived: the repair gives no RTT (send it with `retransmission`
+    /// set) and does not move RACK's clock.
+    pub fn on_repair_delivered(&mut self, now: Instant, tx: &TxState, seq: u64, bytes: u64) {
+        let rack = self.newest_delivered_sent;
+        self.on_delivered(now, tx, seq, bytes);
+        self.newest_delivered_sent = rack;
+    }
+
     /// Ends the processing of one ACK: the sample it gives, if any. `min_rtt` is the
     /// path's minimum RTT so far; a sample shorter than it is an artefact (a spurious
     /// retransmission acknowledged early) and is dropped.
@@ -320,6 +335,22 @@ mod tests {
         let s = r.take_sample(ms(105), None).unwrap();
         assert!(s.app_limited, "c was sent app-limited");
         assert!(!r.is_app_limited());
+    }
+
+    /// A repair counts as delivered bytes, but gives no RTT and leaves RACK's clock alone.
+    #[test]
+    fn a_repair_counts_without_rtt_or_rack_clock() {
+        let mut r = DeliveryRate::new();
+        let a = r.on_send(ms(0), 0, false);
+        let repair = r.on_send(ms(1), 1000, true);
+        r.on_delivered(ms(100), &a, 0, 1000);
+        r.take_sample(ms(100), None);
+        r.on_repair_delivered(ms(102), &repair, 0, 1000);
+        let s = r.take_sample(ms(102), None).unwrap();
+        // Delivered since the repair left (nothing then): both packets.
+        assert_eq!((s.delivered, s.newly_acked, s.rtt), (2000, 1000, None));
+        assert_eq!(r.delivered(), 2000);
+        assert_eq!(r.newest_delivered_send_time(), Some(ms(0)));
     }
 
     /// A packet acknowledged out of order (SACK) before an older one: the newest packet

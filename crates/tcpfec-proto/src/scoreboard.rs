@@ -20,6 +20,9 @@ pub(crate) struct SentSegment {
     retransmitted: bool,
     /// Delivery-rate state of its latest transmission.
     tx: TxState,
+    /// FEC protection: the first segment number sent after this segment's group's repairs
+    /// (see `set_fec_bound`); `None` for an unprotected segment.
+    fec_bound: Option<u64>,
 }
 
 /// Outstanding segments `[una, una + len)` and their loss-recovery state.
@@ -92,6 +95,7 @@ impl Scoreboard {
             lost: false,
             retransmitted: false,
             tx,
+            fec_bound: None,
         });
         seg
     }
@@ -219,8 +223,35 @@ impl Scoreboard {
         runs.splice(pos..j, std::iter::once((s, e)));
     }
 
+    /// Segment `seg` is protected by an FEC group whose repairs leave before any segment
+    /// numbered `bound` or above: the receiver can rebuild it until those repairs have
+    /// arrived, so SACKs of segments sent before them do not show it lost (see
+    /// `mark_lost_by_sack`). A later call may only lower the bound.
+    pub fn set_fec_bound(&mut self, seg: u64, bound: u64) {
+        if let Some(i) = self.index(seg) {
+            let b = &mut self.segs[i].fec_bound;
+            *b = Some(b.map_or(bound, |old| old.min(bound)));
+        }
+    }
+
+    /// SACKed segments numbered `from` or above.
+    fn sacked_from(&self, from: u64) -> usize {
+        self.sacked_runs
+            .iter()
+            .rev()
+            .take_while(|r| r.1 > from)
+            .map(|r| (r.1 - r.0.max(from)) as usize)
+            .sum()
+    }
+
     /// RFC 6675 IsLost: marks lost every un-SACKed segment with at least `dupthresh`
     /// SACKed segments above it. Returns how many were newly marked.
+    ///
+    /// A segment FEC protects needs its `dupthresh` SACKed segments above its group's
+    /// repairs (`set_fec_bound`): while the repairs may still arrive, the hole is one the
+    /// receiver can fill itself, and a segment SACKed between the hole and the repairs
+    /// says nothing about whether it will. Bounds never decrease along the sequence, so
+    /// the scan may still stop at the first segment not yet lost.
     pub fn mark_lost_by_sack(&mut self, dupthresh: usize) -> usize {
         let mut newly = 0;
         while self.scan < self.segs.len() {
@@ -228,6 +259,11 @@ impl Scoreboard {
             let above = self.sacked - self.sacked_below_scan - s.sacked as usize;
             if above < dupthresh {
                 break;
+            }
+            if let Some(b) = s.fec_bound.filter(|_| !s.sacked && !s.lost) {
+                if self.sacked_from(b) < dupthresh {
+                    break;
+                }
             }
             if s.sacked {
                 self.sacked_below_scan += 1;
@@ -417,6 +453,34 @@ mod tests {
             order.push(s);
         }
         assert_eq!(order, vec![0, 1, 3, 4, 5]);
+        sb.check_counters();
+    }
+
+    /// A hole in an FEC group is lost only once `dupthresh` segments sent after the
+    /// group's repairs are SACKed: those SACKed between the hole and the repairs do not
+    /// count.
+    #[test]
+    fn a_protected_hole_waits_for_sacks_above_its_repairs() {
+        let mut sb = board(12);
+        // Segments 0..4 form a group whose repairs left before segment 4.
+        for seg in 0..4 {
+            sb.set_fec_bound(seg, 6);
+            sb.set_fec_bound(seg, 4);
+        }
+        sb.apply_sack(Instant::ZERO, &[blk(1, 6)]);
+        assert_eq!(
+            sb.mark_lost_by_sack(3),
+            0,
+            "only 4 and 5 are above the repairs"
+        );
+        assert!(!sb.una_is_lost());
+        sb.apply_sack(Instant::ZERO, &[blk(1, 7)]);
+        assert_eq!(sb.mark_lost_by_sack(3), 1);
+        assert!(sb.una_is_lost());
+        // Unprotected segment 7 follows the plain rule: three SACKed above it.
+        sb.apply_sack(Instant::ZERO, &[blk(8, 11)]);
+        assert_eq!(sb.mark_lost_by_sack(3), 1);
+        assert!(sb.get(7).unwrap().lost);
         sb.check_counters();
     }
 

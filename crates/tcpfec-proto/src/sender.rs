@@ -32,6 +32,19 @@ pub(crate) enum Outgoing {
     Repair(RepairOut),
 }
 
+/// A repair packet sent and not yet passed by the cumulative ACK.
+#[derive(Debug, Clone, Copy)]
+struct RepairInFlight {
+    /// Last member of its group.
+    last: u64,
+    /// Its delivery-rate state.
+    tx: crate::rate::TxState,
+    /// Its payload size.
+    bytes: u64,
+    /// It has left the network and been counted as delivered (`Sender::repairs_leave`).
+    left: bool,
+}
+
 /// What an arriving acknowledgement carries, as the sender sees it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AckInfo<'a> {
@@ -73,9 +86,10 @@ pub(crate) struct Sender {
     peer_window: u32,
     rto_deadline: Option<Instant>,
     fec: Option<(Encoder, FecConfig)>,
-    /// Last member of each group whose repair is in flight: a repair counts against the
-    /// window until the cumulative ACK passes its group.
-    repairs_in_flight: VecDeque<u64>,
+    /// Repairs sent whose group the cumulative ACK has not passed, in send order.
+    repairs_in_flight: VecDeque<RepairInFlight>,
+    /// How many of `repairs_in_flight` have left the network (`RepairInFlight::left`).
+    repairs_left: usize,
     /// When to close the open FEC groups of a stalled flight (see `flush_at_flight_end`).
     flush_deadline: Option<Instant>,
     /// When to close the open FEC groups because the application has given no new data.
@@ -177,6 +191,7 @@ impl Sender {
                 .fec
                 .map(|f| (Encoder::new(f.policy, f.repairs), f)),
             repairs_in_flight: VecDeque::new(),
+            repairs_left: 0,
             flush_deadline: None,
             idle_flush_deadline: None,
             control: cfg.scheme.fec.and_then(|f| f.adaptive).map(Controller::new),
@@ -253,9 +268,16 @@ impl Sender {
         self.sb.nxt()
     }
 
-    /// Packets in flight: RFC 6675 pipe plus repair packets not yet passed by an ACK.
+    /// Packets in flight: RFC 6675 pipe plus repair packets. A window-only controller
+    /// counts a repair until the cumulative ACK passes its group; a controller that
+    /// models the path counts it until it has left the network, as it counts data.
     pub fn pipe(&self) -> usize {
-        self.sb.pipe() + self.repairs_in_flight.len()
+        let repairs = if self.cc.models_path() {
+            self.repairs_in_flight.len() - self.repairs_left
+        } else {
+            self.repairs_in_flight.len()
+        };
+        self.sb.pipe() + repairs
     }
 
     /// Latest delivery-rate sample, payload bytes per second.
@@ -391,7 +413,7 @@ impl Sender {
         // A group's repairs follow its last member at once, even when that member used the
         // last of the window: they count in pipe (throttling later data) but never wait
         // for an ACK — the receiver may be withholding duplicate ACKs until they arrive.
-        if let Some(r) = self.poll_repair() {
+        if let Some(r) = self.poll_repair(now) {
             return Some(Outgoing::Repair(r));
         }
         if !self.has_new_data() {
@@ -447,6 +469,13 @@ impl Sender {
             Some((enc, _)) if !payload.is_empty() => Some(enc.add(seg, &payload, cwnd)),
             _ => None,
         };
+        // FEC-aware loss detection (`Scoreboard::mark_lost_by_sack`) for the controllers
+        // that model the path; window-only schemes keep RFC 6675's rule (their behaviour
+        // is pinned by the regression matrix).
+        if let Some(g) = fec.filter(|_| self.cc.models_path()) {
+            // Until its group closes, its repairs leave at the latest after its last member.
+            self.sb.set_fec_bound(seg, g.last() + 1);
+        }
         Some(Outgoing::Segment(OutSegment {
             seg,
             payload,
@@ -467,12 +496,28 @@ impl Sender {
         }
     }
 
-    fn poll_repair(&mut self) -> Option<RepairOut> {
+    fn poll_repair(&mut self, now: Instant) -> Option<RepairOut> {
         let una = self.sb.una();
+        let in_flight = self.in_flight_bytes();
         let (enc, _) = self.fec.as_mut()?;
         // A repair whose whole group is already acknowledged would protect nothing.
         let r = std::iter::from_fn(|| enc.pop_ready()).find(|r| r.group.last() >= una)?;
-        self.repairs_in_flight.push_back(r.group.last());
+        // Its ACK is the one for its group's data, which may precede it: no RTT sample.
+        let tx = self.sb.rate.on_send(now, in_flight, true);
+        self.repairs_in_flight.push_back(RepairInFlight {
+            last: r.group.last(),
+            tx,
+            bytes: r.payload.len() as u64,
+            left: false,
+        });
+        if self.cc.models_path() {
+            // Every segment numbered from `nxt` on leaves after this repair: SACKs of those
+            // may show the group's holes lost (a group closed early is bounded here).
+            let (g, nxt) = (r.group, self.sb.nxt());
+            for i in 0..g.count as u64 {
+                self.sb.set_fec_bound(g.first + i * g.stride as u64, nxt);
+            }
+        }
         self.repairs_sent += 1;
         Some(r)
     }
@@ -572,6 +617,7 @@ impl Sender {
         if self.cc.models_path() {
             self.detect_lost_retransmissions(now);
         }
+        self.repairs_leave(now);
         let sample = self.sb.rate.take_sample(now, self.rtt.min_rtt());
         if sample.is_some() {
             self.last_rate = sample;
@@ -604,7 +650,18 @@ impl Sender {
         }
         let (acked, bytes) = self.sb.ack_to(now, a.ack);
         // Interleaved groups finish out of order, so look at every entry, not the front.
-        self.repairs_in_flight.retain(|&last| last >= a.ack);
+        let (rate, left) = (&mut self.sb.rate, &mut self.repairs_left);
+        self.repairs_in_flight.retain(|r| {
+            if r.last >= a.ack {
+                return true;
+            }
+            if r.left {
+                *left -= 1;
+            } else {
+                rate.on_repair_delivered(now, &r.tx, r.last, r.bytes);
+            }
+            false
+        });
         self.bytes_acked += bytes as u64;
         self.dupacks = 0;
         self.rtt.reset_backoff();
@@ -773,6 +830,33 @@ impl Sender {
         Some(r as f64 * rtt.as_secs_f64() / (8.0 * self.mss as f64))
     }
 
+    /// A repair has left the network once a segment sent after it has been delivered
+    /// (the path does not reorder; RACK's rule): it is counted as delivered then, not when
+    /// the cumulative ACK passes its group. That ACK waits for the oldest hole, which may
+    /// wait for a retransmission, and would credit a round trip's worth of repairs at once,
+    /// a rate sample far above the path's. Whether the repair arrived or was lost, the
+    /// sender cannot tell (the receiver does not acknowledge repairs); counting it
+    /// delivered is the same view as counting a segment FEC rebuilt.
+    fn repairs_leave(&mut self, now: Instant) {
+        let Some(newest) = self.sb.newest_delivered_send_time() else {
+            return;
+        };
+        // In send order, and the send-time clock only advances: the repairs that left are
+        // the first `repairs_left`, and the first one sent after the newest delivered
+        // segment ends the scan.
+        for r in self.repairs_in_flight.iter_mut().skip(self.repairs_left) {
+            if r.tx.sent_time >= newest {
+                break;
+            }
+            debug_assert!(!r.left);
+            r.left = true;
+            self.repairs_left += 1;
+            self.sb
+                .rate
+                .on_repair_delivered(now, &r.tx, r.last, r.bytes);
+        }
+    }
+
     /// A retransmission is lost when a segment sent after it has been delivered (the
     /// time-based rule of RACK, RFC 8985, for retransmissions). Without it, a lost retransmission waits for the RTO, and a paced
     /// controller with a large window on a lossy path would meet one every few rounds.
@@ -840,6 +924,7 @@ impl Sender {
         self.sb.mark_all_lost();
         self.retransmitted_order.clear();
         self.repairs_in_flight.clear();
+        self.repairs_left = 0;
         self.in_recovery = false;
         self.dupacks = 0;
         self.recover = Some(self.sb.nxt() - 1);

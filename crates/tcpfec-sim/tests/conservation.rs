@@ -35,7 +35,7 @@ fn assert_exact(sc: &Scenario, what: &str) {
     );
 }
 
-const SCHEMES: [&str; 19] = [
+const SCHEMES: [&str; 20] = [
     "tahoe",
     "reno",
     "newreno",
@@ -49,6 +49,7 @@ const SCHEMES: [&str; 19] = [
     "fec-il-g3-l30-r0.7",
     "anker-16-2",
     "anker-5-3-tahoe",
+    "anker-16-3-bbr1",
     "tcp-ir",
     "dfec",
     "afec",
