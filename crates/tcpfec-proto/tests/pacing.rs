@@ -2,8 +2,11 @@
 //! data packets that both waited for pacing is one packet's time at the rate in force
 //! when the first left. Window-only schemes have no rate and send as the window opens.
 
+mod common;
+
 use bytes::Bytes;
-use tcpfec_proto::{Config, Connection, Instant, Packet, Scheme};
+use common::Pair;
+use tcpfec_proto::{Config, Scheme};
 
 /// One departure from the sender: when, how many payload bytes, the pacing rate then,
 /// and whether the sender was waiting for pacing just before it (not for the window).
@@ -18,27 +21,19 @@ struct Departure {
 /// `bottleneck_bps` serialisation rate in the data direction; returns the server's data
 /// departures.
 fn departures(scheme: &str, bytes: usize, one_way_ms: u64, bottleneck_bps: f64) -> Vec<Departure> {
-    let cfg = Config {
+    let mut pair = Pair::new(Config {
         scheme: Scheme::parse(scheme).unwrap(),
         ..Config::default()
-    };
-    let mut client = Connection::client(cfg.clone());
-    let mut server = Connection::server(cfg);
-    server.write(Bytes::from(vec![7u8; bytes]));
-    server.finish();
+    });
+    pair.server.write(Bytes::from(vec![7u8; bytes]));
+    pair.server.finish();
     let delay = one_way_ms * 1_000_000;
-    let mut wire: Vec<(u64, bool, Packet)> = Vec::new(); // (arrival, to server?, packet)
     let mut link_free = 0u64; // the bottleneck's queue drains at this time
     let mut out = Vec::new();
-    let mut now = 0u64;
     let mut pacing_deadline: Option<u64> = None;
     for _ in 0..2_000_000 {
-        let t = Instant(now);
-        while let Some(p) = client.poll_packet(t) {
-            wire.push((now + delay, true, p));
-        }
-        let rate = server.pacing_rate();
-        while let Some(p) = server.poll_packet(t) {
+        let rate = pair.server.pacing_rate();
+        pair.send(delay, |now, p| {
             if !p.payload.is_empty() {
                 out.push(Departure {
                     at: now,
@@ -47,44 +42,22 @@ fn departures(scheme: &str, bytes: usize, one_way_ms: u64, bottleneck_bps: f64) 
                     paced: pacing_deadline == Some(now),
                 });
             }
+            pacing_deadline = None;
             let size = (p.payload.len() + 40) as f64 * 8.0;
             link_free = link_free.max(now) + (size / bottleneck_bps * 1e9) as u64;
-            wire.push((link_free + delay, false, p));
-            pacing_deadline = None;
-        }
-        while client.read_chunk().is_some() {}
-        if client.peer_finished() {
+            Some(link_free + delay)
+        });
+        while pair.client.read_chunk().is_some() {}
+        if pair.client.peer_finished() {
             break;
         }
-        let server_timer = server.poll_timeout().map(|i| i.0);
-        pacing_deadline = server_timer;
-        let next = wire
-            .iter()
-            .map(|w| w.0)
-            .chain(client.poll_timeout().map(|i| i.0))
-            .chain(server_timer)
-            .min();
-        let Some(next) = next else { break };
-        now = now.max(next);
-        let t = Instant(now);
-        let (due, later): (Vec<_>, Vec<_>) = wire.into_iter().partition(|w| w.0 <= now);
-        wire = later;
-        for (_, to_server, p) in due {
-            if to_server {
-                server.handle_packet(t, p);
-            } else {
-                client.handle_packet(t, p);
-            }
-        }
-        if client.poll_timeout().is_some_and(|i| i.0 <= now) {
-            client.handle_timeout(t);
-        }
-        if server.poll_timeout().is_some_and(|i| i.0 <= now) {
-            server.handle_timeout(t);
+        pacing_deadline = pair.server.poll_timeout().map(|i| i.0);
+        if !pair.step() {
+            break;
         }
     }
     assert!(
-        client.peer_finished(),
+        pair.client.peer_finished(),
         "{scheme}: the transfer did not finish"
     );
     out

@@ -202,13 +202,21 @@ pub(crate) mod tests {
         }
     }
 
-    fn converged(pi: f64, burst: f64, packets: usize, seed: u64) -> ChannelEstimate {
-        let mut ch = Gilbert::new(pi, burst);
-        let mut d = Draws(seed);
-        let mut e = ChannelEstimator::new();
+    /// Shows the estimator `packets` outcomes of the channel.
+    fn feed(e: &mut ChannelEstimator, ch: &mut Gilbert, d: &mut Draws, packets: usize) {
         for _ in 0..packets {
-            e.observe(ch.lost(&mut d));
+            e.observe(ch.lost(d));
         }
+    }
+
+    fn converged(pi: f64, burst: f64, packets: usize, seed: u64) -> ChannelEstimate {
+        let mut e = ChannelEstimator::new();
+        feed(
+            &mut e,
+            &mut Gilbert::new(pi, burst),
+            &mut Draws(seed),
+            packets,
+        );
         e.estimate()
     }
 
@@ -250,10 +258,7 @@ pub(crate) mod tests {
     fn follows_a_jump_in_loss_within_a_few_hundred_packets() {
         let mut d = Draws(7);
         let mut e = ChannelEstimator::new();
-        let mut quiet = Gilbert::new(0.001, 1.0);
-        for _ in 0..20_000 {
-            e.observe(quiet.lost(&mut d));
-        }
+        feed(&mut e, &mut Gilbert::new(0.001, 1.0), &mut d, 20_000);
         assert!(e.estimate().loss_rate < 0.003);
         let mut loud = Gilbert::new(0.10, 1.0);
         let mut after = None;
@@ -272,10 +277,7 @@ pub(crate) mod tests {
     fn a_fall_in_loss_is_followed_at_the_slow_pace() {
         let mut d = Draws(9);
         let mut e = ChannelEstimator::new();
-        let mut loud = Gilbert::new(0.10, 1.0);
-        for _ in 0..20_000 {
-            e.observe(loud.lost(&mut d));
-        }
+        feed(&mut e, &mut Gilbert::new(0.10, 1.0), &mut d, 20_000);
         for _ in 0..(SLOW_MEMORY as usize / 4) {
             e.observe(false);
         }
