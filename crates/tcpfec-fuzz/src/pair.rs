@@ -54,6 +54,8 @@ pub const SCHEMES: &[&str] = &[
     "fec-il-g2-l0-r1",
     "bbr",
     "bbr1",
+    "auto",
+    "auto-cubic",
 ];
 
 /// Most bytes one side writes.

@@ -12,7 +12,7 @@ use tcpfec_proto::fec::rs::RsCache;
 use tcpfec_proto::fec::xor::XorAccumulator;
 use tcpfec_proto::fec::Decoder;
 use tcpfec_proto::wire::{
-    FecFeedback, FecGroup, Flags, Packet, RepairInfo, SackBlock, TransferInfo,
+    FecFeedback, FecGroup, Flags, LossCounters, Packet, RepairInfo, SackBlock, TransferInfo,
 };
 use tcpfec_proto::{Config, Endpoint, Instant, Scheme};
 
@@ -115,7 +115,17 @@ fn packet_from(input: &mut Input, at: &Anchors) -> Packet {
             failed: input.u32(),
             repairs_lost: input.u32(),
             received: input.u32(),
+            loss: None,
         });
+        if opts & 128 != 0 {
+            let f = p.fec_feedback.as_mut().expect("just set");
+            f.loss = Some(LossCounters {
+                lost: f.recovered,
+                runs: f.failed,
+                congestion_lost: f.repairs_lost,
+            });
+            p.number = Some(p.ts_val);
+        }
     }
     if opts & 32 != 0 {
         let oti = if opts & 64 != 0 {

@@ -43,6 +43,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
         ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe, cubic (SACK recovery, CUBIC window), bbr or bbr1 (SACK recovery, paced BBR v3 / v1)"),
     ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
     ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
+    ("auto[-base]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a 1e-3 block-failure target at the least overhead (2 % probe on a clean path), block length within a quarter of the window; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic (docs/auto.md)"),
     ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --target-rate or --app-rate, NewReno base"),
     ("afec-raw100", "TCP-AFEC with K=100 and 100 levels (the paper's AFEC(raw100))"),
     ("tfec", "TCP-TFEC (Teshima T3): Reed-Solomon blocks of K=100, repairs from the calibrated loss-rate table (+1) at the loss measured every 5 s (gamma 0.8), window capped at target x RTT x redundancy, NewReno base"),
@@ -111,6 +112,9 @@ impl Scheme {
         }
         if lower.starts_with("fec-") {
             return parse_fec(&lower).map_err(|why| format!("scheme '{name}': {why}"));
+        }
+        if lower == "auto" || lower.starts_with("auto-") {
+            return parse_auto(&lower).map_err(|why| format!("scheme '{name}': {why}"));
         }
         if lower.starts_with("anker-") {
             return parse_anker(&lower).map_err(|why| format!("scheme '{name}': {why}"));
@@ -281,23 +285,7 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
     if n == 0 || m == 0 || n as usize + m as usize > crate::fec::rs::MAX_SHARDS {
         return Err("need N >= 1, M >= 1 and N + M <= 256".into());
     }
-    let (recovery, cc) = match base {
-        "sack" => (Recovery::Sack, CcKind::Reno),
-        "reno" => (Recovery::Reno, CcKind::Reno),
-        "newreno" => (Recovery::NewReno, CcKind::Reno),
-        "tahoe" => (Recovery::Tahoe, CcKind::Reno),
-        // CUBIC window growth with SACK recovery, as the `cubic` baseline: regrows a large
-        // window in far fewer round trips after an uncorrectable loss.
-        "cubic" => (Recovery::Sack, CcKind::Cubic),
-        // The BBR models with SACK recovery: FEC under a rate-based controller.
-        "bbr" => (Recovery::Sack, CcKind::Bbr),
-        "bbr1" => (Recovery::Sack, CcKind::Bbr1),
-        other => {
-            return Err(format!(
-                "unknown base '{other}' (sack, reno, newreno, tahoe, cubic, bbr, bbr1)"
-            ))
-        }
-    };
+    let (recovery, cc) = base_controller(base)?;
     Ok(Scheme {
         name: name.to_string(),
         recovery,
@@ -313,6 +301,58 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
             flush_at_flight_end: true,
             repeat_recovery_ack: true,
             adaptive: None,
+        }),
+        fountain: None,
+    })
+}
+
+/// The loss recovery and congestion controller a FEC scheme's `-BASE` suffix names.
+fn base_controller(base: &str) -> Result<(Recovery, CcKind), String> {
+    Ok(match base {
+        "sack" => (Recovery::Sack, CcKind::Reno),
+        "reno" => (Recovery::Reno, CcKind::Reno),
+        "newreno" => (Recovery::NewReno, CcKind::Reno),
+        "tahoe" => (Recovery::Tahoe, CcKind::Reno),
+        // CUBIC window growth with SACK recovery, as the `cubic` baseline: regrows a large
+        // window in far fewer round trips after an uncorrectable loss.
+        "cubic" => (Recovery::Sack, CcKind::Cubic),
+        // The BBR models with SACK recovery: FEC under a rate-based controller.
+        "bbr" => (Recovery::Sack, CcKind::Bbr),
+        "bbr1" => (Recovery::Sack, CcKind::Bbr1),
+        other => {
+            return Err(format!(
+                "unknown base '{other}' (sack, reno, newreno, tahoe, cubic, bbr, bbr1)"
+            ))
+        }
+    })
+}
+
+/// Parses `auto[-BASE]`: Reed-Solomon blocks sized from the measured channel
+/// (`fec::auto`, docs/auto.md) over BASE's congestion control, BBR v3 by default.
+/// Recovered losses are hidden from the controller as in Anker's schemes; blocks close at
+/// the end of a flight so the tail of a transfer is protected.
+fn parse_auto(name: &str) -> Result<Scheme, String> {
+    let base = name.strip_prefix("auto").unwrap_or_default();
+    let base = match base.strip_prefix('-') {
+        Some(b) => b,
+        None if base.is_empty() => "bbr",
+        None => return Err("write auto or auto-BASE (e.g. auto-bbr1)".into()),
+    };
+    let (recovery, cc) = base_controller(base)?;
+    let p = crate::fec::auto::AutoParams::default();
+    let start = crate::fec::auto::AutoControl::new(p).code();
+    Ok(Scheme {
+        name: name.to_string(),
+        recovery,
+        cc,
+        fec: Some(FecConfig {
+            policy: GroupPolicy::Static(start.k as u16),
+            suppress_dupacks: true,
+            ecn_factor: None,
+            repairs: start.m as u8,
+            flush_at_flight_end: true,
+            repeat_recovery_ack: true,
+            adaptive: Some(Adaptive::Auto(p)),
         }),
         fountain: None,
     })

@@ -295,6 +295,9 @@ impl Connection {
     }
 
     fn on_established_packet(&mut self, now: Instant, p: Packet) {
+        if let Some(n) = p.number {
+            self.receiver.on_numbered(now, n, p.ts_val);
+        }
         if let (Some(info), Some(group)) = (p.repair, p.fec) {
             self.receiver.on_repair(group, info, p.payload);
             return;
@@ -350,6 +353,7 @@ impl Connection {
                         }
                         let mut p = self.packet(now, flags, s.seg, s.payload);
                         p.fec = s.fec;
+                        p.number = self.sender.take_number();
                         return Some(p);
                     }
                     Some(Outgoing::Repair(r)) => {
@@ -361,6 +365,7 @@ impl Connection {
                             ts_val: timestamp(now),
                             fec: Some(r.group),
                             repair: Some(r.info),
+                            number: self.sender.take_number(),
                             payload: r.payload,
                             ..Packet::default()
                         });
@@ -425,6 +430,7 @@ impl Connection {
             repair: None,
             fec_feedback: a.fec_feedback,
             transfer: None,
+            number: None,
             payload,
         }
     }
@@ -488,6 +494,16 @@ impl Connection {
     /// Redundancy of the next FEC group, (K + k)/K (1 without FEC).
     pub fn fec_redundancy(&self) -> f64 {
         self.sender.fec_redundancy()
+    }
+
+    /// The `auto` scheme's channel estimate and code in force (None for other schemes).
+    pub fn auto_state(
+        &self,
+    ) -> Option<(
+        crate::fec::channel::ChannelEstimate,
+        crate::fec::sizing::CodeSize,
+    )> {
+        self.sender.auto_control().map(|a| (a.estimate(), a.code()))
     }
 
     /// Size of the FEC groups being formed now (0 without FEC).

@@ -11,6 +11,7 @@ pub mod connection;
 pub mod endpoint;
 pub mod fec;
 pub mod fectcp;
+mod loss_runs;
 pub mod rate;
 mod receiver;
 pub mod rtt;
@@ -27,6 +28,6 @@ pub use fectcp::{Fectcp, FectcpParams};
 pub use stats::Stats;
 pub use time::Instant;
 pub use wire::{
-    FecFeedback, FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks, TransferInfo,
-    WireError,
+    FecFeedback, FecGroup, Flags, LossCounters, Packet, RepairInfo, SackBlock, SackBlocks,
+    TransferInfo, WireError,
 };

@@ -1,6 +1,7 @@
 //! The receiving half: reassembly in segment order, SACK runs, and when to acknowledge.
 
 use crate::fec::{Decoder, FecConfig};
+use crate::loss_runs::LossRunMeter;
 use crate::time::Instant;
 use crate::wire::{FecFeedback, FecGroup, RepairInfo, SackBlock, SackBlocks};
 use bytes::Bytes;
@@ -30,6 +31,8 @@ enum Arrival {
 struct FecRx {
     decoder: Decoder,
     cfg: FecConfig,
+    /// Loss runs from the packet numbers (`auto`).
+    loss_runs: Option<LossRunMeter>,
     /// Missing segment runs `[start, end)` below `high_nxt`.
     holes: Vec<(u64, u64)>,
     /// One past the highest segment received.
@@ -126,6 +129,10 @@ impl Receiver {
         self.fec = Some(FecRx {
             decoder: Decoder::default(),
             cfg,
+            loss_runs: cfg
+                .adaptive
+                .is_some_and(|a| a.measures_loss_runs())
+                .then(LossRunMeter::default),
             holes: Vec::new(),
             high_nxt: self.rcv_nxt,
             dupacks_suppressed: 0,
@@ -182,6 +189,14 @@ impl Receiver {
             self.on_rebuilt(s, p);
         }
         self.apply_suppression(arrival);
+    }
+
+    /// A data or repair packet carried transmission number `number` and the sender's
+    /// timestamp `ts_val`: the loss-run meter reads it.
+    pub fn on_numbered(&mut self, now: Instant, number: u32, ts_val: u32) {
+        if let Some(m) = self.fec.as_mut().and_then(|f| f.loss_runs.as_mut()) {
+            m.on_packet(now, number, ts_val);
+        }
     }
 
     /// Handles a repair packet.
@@ -461,6 +476,7 @@ impl Receiver {
                     failed: d.unrecoverable_groups as u32,
                     repairs_lost: d.repairs_lost as u32,
                     received: (self.segments_received + d.repairs_received) as u32,
+                    loss: f.loss_runs.as_ref().map(|m| m.counters()),
                 })
             }),
         }

@@ -99,6 +99,9 @@ pub(crate) struct Sender {
     control: Option<Controller>,
     peer_fec: FecFeedback,
     peer_received: u64,
+    /// The transmission number of the next data or repair packet, for schemes whose
+    /// receiver measures loss runs (`auto`).
+    next_number: Option<u32>,
     /// The application's rate, if it has one (bits per second).
     target_rate_bps: Option<u64>,
     /// The latest delivery-rate sample (`crate::rate`).
@@ -197,6 +200,12 @@ impl Sender {
             control: cfg.scheme.fec.and_then(|f| f.adaptive).map(Controller::new),
             peer_fec: FecFeedback::default(),
             peer_received: 0,
+            next_number: cfg
+                .scheme
+                .fec
+                .and_then(|f| f.adaptive)
+                .is_some_and(|a| a.measures_loss_runs())
+                .then_some(0),
             target_rate_bps: cfg.target_rate_bps,
             last_rate: None,
             next_send: Instant::ZERO,
@@ -343,6 +352,19 @@ impl Sender {
                 }
             }
         }
+    }
+
+    /// The transmission number for the data or repair packet about to leave, if this
+    /// scheme numbers them.
+    pub fn take_number(&mut self) -> Option<u32> {
+        let n = self.next_number?;
+        self.next_number = Some(n.wrapping_add(1));
+        Some(n)
+    }
+
+    /// The `auto` controller, if this scheme has one.
+    pub fn auto_control(&self) -> Option<&crate::fec::auto::AutoControl> {
+        self.control.as_ref().and_then(|c| c.as_auto())
     }
 
     /// Smoothed RTT, or the initial RTO before the first sample.
@@ -786,12 +808,13 @@ impl Sender {
             retransmitted: self.retransmissions,
             packets_sent: self.data_packets_sent + self.repairs_sent,
             peer_received: self.peer_received,
+            cwnd: self.cc.cwnd(),
         };
         let in_recovery = self.in_recovery;
         let Some(c) = self.control.as_mut() else {
             return;
         };
-        let r = c.on_feedback(now, d, totals, in_recovery);
+        let r = c.on_feedback(now, fb, d, totals, in_recovery);
         if r.grow > 0.0 {
             self.cc.set_cwnd(self.cc.cwnd() + r.grow);
         }

@@ -21,6 +21,7 @@ const OPT_FEC_GROUP: u8 = 3;
 const OPT_REPAIR: u8 = 4;
 const OPT_FEC_FEEDBACK: u8 = 5;
 const OPT_TRANSFER: u8 = 6;
+const OPT_NUMBER: u8 = 7;
 
 /// Why a byte string is not a valid packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,6 +215,22 @@ pub struct FecFeedback {
     pub repairs_lost: u32,
     /// Data and repair packets received (TCP-TFEC's Rp).
     pub received: u32,
+    /// Loss runs the receiver measured from packet numbers (`auto` only).
+    pub loss: Option<LossCounters>,
+}
+
+/// What the receiver learned from the gaps in the packet numbers, as wrapping cumulative
+/// counters: the sufficient statistics of a two-state Gilbert channel (packets lost, runs
+/// of losses), split by whether the path's queue was near full when the run ended
+/// (`receiver::loss_runs` explains the split).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct LossCounters {
+    /// Numbered packets lost while the queue was not near full (channel losses).
+    pub lost: u32,
+    /// Runs of consecutive channel losses.
+    pub runs: u32,
+    /// Numbered packets lost while the queue was near full (taken as congestion drops).
+    pub congestion_lost: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -244,6 +261,9 @@ pub struct Packet {
     pub fec_feedback: Option<FecFeedback>,
     /// FECTCP: the block transfer of this symbol (or of this ACK).
     pub transfer: Option<TransferInfo>,
+    /// Transmission number (wrapping), on every data and repair packet of schemes that
+    /// measure loss runs: a gap in the numbers is a run of lost packets.
+    pub number: Option<u32>,
     /// Application bytes carried by this segment (coded bytes on a repair packet).
     pub payload: Bytes,
 }
@@ -269,9 +289,14 @@ impl Packet {
         let mss = if self.mss.is_some() { 4 } else { 0 };
         let fec = if self.fec.is_some() { 15 } else { 0 };
         let repair = if self.repair.is_some() { 6 } else { 0 };
-        let feedback = if self.fec_feedback.is_some() { 18 } else { 0 };
+        let feedback = match self.fec_feedback {
+            Some(FecFeedback { loss: Some(_), .. }) => 30,
+            Some(_) => 18,
+            None => 0,
+        };
         let transfer = if self.transfer.is_some() { 18 } else { 0 };
-        sack + mss + fec + repair + feedback + transfer
+        let number = if self.number.is_some() { 6 } else { 0 };
+        sack + mss + fec + repair + feedback + transfer + number
     }
 
     /// Total encoded length in bytes.
@@ -333,12 +358,24 @@ impl Packet {
         }
         if let Some(f) = self.fec_feedback {
             out[at] = OPT_FEC_FEEDBACK;
-            out[at + 1] = 16;
+            out[at + 1] = if f.loss.is_some() { 28 } else { 16 };
             out[at + 2..at + 6].copy_from_slice(&f.recovered.to_be_bytes());
             out[at + 6..at + 10].copy_from_slice(&f.failed.to_be_bytes());
             out[at + 10..at + 14].copy_from_slice(&f.repairs_lost.to_be_bytes());
             out[at + 14..at + 18].copy_from_slice(&f.received.to_be_bytes());
             at += 18;
+            if let Some(l) = f.loss {
+                out[at..at + 4].copy_from_slice(&l.lost.to_be_bytes());
+                out[at + 4..at + 8].copy_from_slice(&l.runs.to_be_bytes());
+                out[at + 8..at + 12].copy_from_slice(&l.congestion_lost.to_be_bytes());
+                at += 12;
+            }
+        }
+        if let Some(n) = self.number {
+            out[at] = OPT_NUMBER;
+            out[at + 1] = 4;
+            out[at + 2..at + 6].copy_from_slice(&n.to_be_bytes());
+            at += 6;
         }
         if let Some(t) = self.transfer {
             out[at] = OPT_TRANSFER;
@@ -510,7 +547,7 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                 p.repair = Some(r);
             }
             OPT_FEC_FEEDBACK => {
-                if len != 16 || p.fec_feedback.is_some() {
+                if !(len == 16 || len == 28) || p.fec_feedback.is_some() {
                     return Err(WireError::BadOption(
                         "FEC feedback option length or repetition",
                     ));
@@ -521,7 +558,18 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                     failed: word(4),
                     repairs_lost: word(8),
                     received: word(12),
+                    loss: (len == 28).then(|| LossCounters {
+                        lost: word(16),
+                        runs: word(20),
+                        congestion_lost: word(24),
+                    }),
                 });
+            }
+            OPT_NUMBER => {
+                if len != 4 || p.number.is_some() {
+                    return Err(WireError::BadOption("number option length or repetition"));
+                }
+                p.number = Some(u32::from_be_bytes(body[..4].try_into().unwrap()));
             }
             OPT_TRANSFER => {
                 if len != 16 || p.transfer.is_some() {
@@ -572,9 +620,34 @@ mod tests {
                 failed: u32::MAX,
                 repairs_lost: 0,
                 received: 77,
+                loss: None,
             }),
+            number: None,
             payload: Bytes::from_static(b"hello"),
         }
+    }
+
+    #[test]
+    fn packet_numbers_and_loss_counters_round_trip() {
+        let mut p = sample();
+        let plain = p.encoded_len();
+        p.number = Some(u32::MAX - 1);
+        p.fec_feedback.as_mut().unwrap().loss = Some(LossCounters {
+            lost: 5,
+            runs: 2,
+            congestion_lost: u32::MAX,
+        });
+        assert_eq!(p.encoded_len(), plain + 6 + 12);
+        let bytes = p.to_vec().unwrap();
+        assert_eq!(Packet::parse(&bytes).unwrap(), p);
+        // A feedback option of any other length is refused.
+        let at = bytes
+            .windows(2)
+            .position(|w| w == [OPT_FEC_FEEDBACK, 28])
+            .unwrap();
+        let mut bad = bytes.clone();
+        bad[at + 1] = 20;
+        assert!(Packet::parse(&bad).is_err());
     }
 
     #[test]

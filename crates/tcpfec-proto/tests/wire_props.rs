@@ -4,7 +4,8 @@
 use bytes::Bytes;
 use proptest::prelude::*;
 use tcpfec_proto::wire::{
-    FecFeedback, FecGroup, Flags, Packet, RepairInfo, SackBlock, SackBlocks, TransferInfo,
+    FecFeedback, FecGroup, Flags, LossCounters, Packet, RepairInfo, SackBlock, SackBlocks,
+    TransferInfo,
 };
 
 fn arb_packet() -> impl Strategy<Value = Packet> {
@@ -73,9 +74,16 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                             failed,
                             repairs_lost,
                             received,
+                            // The loss counters ride along whenever the low bit says so.
+                            loss: (received & 1 == 1).then_some(LossCounters {
+                                lost: recovered,
+                                runs: failed,
+                                congestion_lost: repairs_lost,
+                            }),
                         }
                     }),
                     transfer: transfer.map(|(id, oti)| TransferInfo { id, oti }),
+                    number: (ts_val & 1 == 1).then_some(ts_ecr),
                     payload: Bytes::from(payload),
                 }
             },

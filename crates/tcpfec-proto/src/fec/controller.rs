@@ -3,10 +3,12 @@
 //! state machine and TCP-TFEC's loss-rate table.
 
 use super::afec::AfecControl;
+use super::auto::AutoControl;
 use super::dfec::RatioControl;
 use super::policy::{Adaptive, GroupPolicy};
 use super::tfec::TfecControl;
 use crate::time::Instant;
+use crate::wire::FecFeedback;
 use core::time::Duration;
 
 /// What the peer's FEC counters changed by since the last ACK.
@@ -26,6 +28,8 @@ pub(crate) struct SenderTotals {
     pub packets_sent: u64,
     /// Data and repair packets the receiver reported received.
     pub peer_received: u64,
+    /// Congestion window, packets.
+    pub cwnd: f64,
 }
 
 /// What the sender must do after an event.
@@ -47,6 +51,7 @@ pub(crate) enum Controller {
     Dfec(RatioControl),
     Afec(AfecControl),
     Tfec(TfecControl),
+    Auto(AutoControl),
 }
 
 impl Controller {
@@ -55,6 +60,7 @@ impl Controller {
             Adaptive::Dfec(p) => Controller::Dfec(RatioControl::new(p)),
             Adaptive::Afec(p) => Controller::Afec(AfecControl::new(p)),
             Adaptive::Tfec(p) => Controller::Tfec(TfecControl::new(p)),
+            Adaptive::Auto(p) => Controller::Auto(AutoControl::new(p)),
         }
     }
 
@@ -64,13 +70,23 @@ impl Controller {
             Controller::Dfec(_) => None,
             Controller::Afec(a) => Some(a.repairs()),
             Controller::Tfec(t) => Some(t.repairs()),
+            Controller::Auto(a) => Some(a.code().m as u8),
         }
     }
 
-    /// An ACK carried the receiver's counters.
+    /// The `auto` controller, for its estimate and code.
+    pub fn as_auto(&self) -> Option<&AutoControl> {
+        match self {
+            Controller::Auto(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// An ACK carried the receiver's counters (`fb`, and `d` their change).
     pub fn on_feedback(
         &mut self,
         now: Instant,
+        fb: FecFeedback,
         d: FeedbackDelta,
         totals: SenderTotals,
         in_recovery: bool,
@@ -90,6 +106,15 @@ impl Controller {
                 ..Reaction::default()
             },
             Controller::Afec(_) => Reaction::default(),
+            Controller::Auto(a) => match a.on_feedback(fb, totals.cwnd) {
+                // The code sizes every block from here on (the sizing caps M at 254).
+                Some(code) => Reaction {
+                    policy: Some(GroupPolicy::Static(code.k as u16)),
+                    repairs: Some(code.m as u8),
+                    ..Reaction::default()
+                },
+                None => Reaction::default(),
+            },
         }
     }
 
@@ -138,7 +163,7 @@ impl Controller {
         let (repairs, block) = match self {
             Controller::Tfec(t) => (t.repairs(), t.block()),
             Controller::Afec(a) => (a.repairs(), a.block()),
-            Controller::Dfec(_) => return None,
+            Controller::Dfec(_) | Controller::Auto(_) => return None,
         };
         let red = 1.0 + repairs as f64 / block as f64;
         Some(target_bps as f64 * rtt.as_secs_f64() * red / (8.0 * mss as f64))

@@ -2,6 +2,7 @@
 //! receiver's decoder (SPEC C4, C5, S1–S6).
 
 pub mod afec;
+pub mod auto;
 pub mod channel;
 mod controller;
 mod decoder;

@@ -84,12 +84,23 @@ pub enum Adaptive {
     /// TCP-TFEC (Teshima T3): redundancy read from a calibration table at the measured
     /// loss rate.
     Tfec(super::tfec::TfecParams),
+    /// `auto`: Reed-Solomon blocks sized from the measured channel to a block-failure
+    /// target (docs/auto.md).
+    Auto(super::auto::AutoParams),
 }
 
 impl Adaptive {
     /// Whether the receiver must report its counters on every ACK.
     pub fn needs_feedback(&self) -> bool {
-        matches!(self, Adaptive::Dfec(_) | Adaptive::Tfec(_))
+        matches!(
+            self,
+            Adaptive::Dfec(_) | Adaptive::Tfec(_) | Adaptive::Auto(_)
+        )
+    }
+
+    /// Whether packets carry transmission numbers and the receiver reports loss runs.
+    pub fn measures_loss_runs(&self) -> bool {
+        matches!(self, Adaptive::Auto(_))
     }
 }
 

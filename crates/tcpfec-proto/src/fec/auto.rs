@@ -1,0 +1,221 @@
+//! The `auto` scheme's redundancy controller: the receiver's loss-run counters feed a
+//! Gilbert channel estimate, and the estimate sizes the Reed-Solomon code to a
+//! block-failure target at the least overhead (docs/auto.md).
+//!
+//! Only channel losses enter the estimate. Losses the receiver classes as congestion (a
+//! full queue when the run ended, `loss_runs`) are left out: repair sized to them would add
+//! load to the queue that dropped them, which drops more, which the estimate would read as
+//! a worse channel (the feedback loop the first version of this scheme fell into).
+
+use super::channel::{ChannelEstimate, ChannelEstimator};
+use super::sizing::{size_code, CodeSize};
+use crate::wire::FecFeedback;
+
+/// Settings of the `auto` controller.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AutoParams {
+    /// Largest probability that a block cannot be rebuilt.
+    pub target_failure: f64,
+    /// Most data packets per block, whatever the window (bounds decoding work).
+    pub max_block: u16,
+    /// Share of a round trip's packets one block may span: a lost packet waits for the
+    /// rest of its block, so this bounds the delay a block adds to recovery.
+    pub block_share_of_window: f64,
+}
+
+impl Default for AutoParams {
+    fn default() -> Self {
+        AutoParams {
+            target_failure: 1e-3,
+            max_block: 128,
+            block_share_of_window: 0.25,
+        }
+    }
+}
+
+/// Measured packets between two sizings: sizing costs a table over every block length,
+/// and a handful of packets cannot move the estimate.
+const RESIZE_EVERY: u64 = 64;
+
+/// The controller's state.
+#[derive(Debug, Clone)]
+pub struct AutoControl {
+    p: AutoParams,
+    est: ChannelEstimator,
+    /// The previous report's counters, to take differences (they wrap).
+    last: Option<FecFeedback>,
+    /// Packets measured since the code was last sized.
+    since_sizing: u64,
+    /// The delay bound the code was last sized for.
+    max_k: usize,
+    code: CodeSize,
+    /// Packets the receiver counted as congestion drops, in total.
+    pub congestion_lost: u64,
+}
+
+impl AutoControl {
+    /// A controller that has measured nothing: the probe-level code.
+    pub fn new(p: AutoParams) -> Self {
+        let est = ChannelEstimator::new();
+        let max_k = p.max_block as usize;
+        let code = size_code(&est.estimate(), p.target_failure, max_k);
+        AutoControl {
+            p,
+            est,
+            last: None,
+            since_sizing: 0,
+            max_k,
+            code,
+            congestion_lost: 0,
+        }
+    }
+
+    /// The code in force.
+    pub fn code(&self) -> CodeSize {
+        self.code
+    }
+
+    /// The channel estimate in force.
+    pub fn estimate(&self) -> ChannelEstimate {
+        self.est.estimate()
+    }
+
+    /// The receiver's counters arrived; `window` is the congestion window in packets (the
+    /// delay bound of a block follows it). Returns the new code if it changed.
+    ///
+    /// Losses during the congestion controller's startup are measured like any other: on
+    /// a lossy path the code must be right before startup ends (leaving them out cost a
+    /// quarter to a third of the goodput at 5 % loss, docs/auto.md).
+    pub fn on_feedback(&mut self, fb: FecFeedback, window: f64) -> Option<CodeSize> {
+        let loss = fb.loss?;
+        // The first report is only the baseline the next ones are measured from.
+        let prev = self.last.replace(fb)?;
+        let prev_loss = prev.loss.unwrap_or_default();
+        let received = fb.received.wrapping_sub(prev.received) as u64;
+        let lost = loss.lost.wrapping_sub(prev_loss.lost) as u64;
+        let runs = loss.runs.wrapping_sub(prev_loss.runs) as u64;
+        self.congestion_lost += loss.congestion_lost.wrapping_sub(prev_loss.congestion_lost) as u64;
+        if received >= 1 << 31 || lost >= 1 << 31 {
+            return None; // an older report overtaken by a newer one
+        }
+        self.observe(received, lost, runs);
+        self.since_sizing += received + lost;
+        let max_k =
+            ((window * self.p.block_share_of_window) as usize).clamp(2, self.p.max_block as usize);
+        if self.since_sizing < RESIZE_EVERY && max_k == self.max_k {
+            return None;
+        }
+        self.since_sizing = 0;
+        self.max_k = max_k;
+        let code = size_code(&self.est.estimate(), self.p.target_failure, max_k);
+        (code != self.code).then(|| {
+            self.code = code;
+            code
+        })
+    }
+
+    /// `received` packets and `lost` in `runs` runs, interleaved evenly: the counters carry
+    /// the sufficient statistics of a Gilbert channel, not the order.
+    fn observe(&mut self, received: u64, lost: u64, runs: u64) {
+        let runs = runs.clamp(u64::from(lost > 0), lost);
+        if runs == 0 {
+            self.est.observe_run(received, 0);
+            return;
+        }
+        for i in 0..runs {
+            let share = |total: u64| total / runs + u64::from(i < total % runs);
+            self.est.observe_run(share(received), share(lost));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::LossCounters;
+
+    /// Reports from a receiver that gets `received` and loses `lost` in `runs` runs per
+    /// report, `reports` times, continuing from `fb`.
+    fn report(
+        c: &mut AutoControl,
+        fb: &mut FecFeedback,
+        reports: usize,
+        (received, lost, runs): (u32, u32, u32),
+    ) {
+        for _ in 0..reports {
+            let l = fb.loss.get_or_insert_with(LossCounters::default);
+            l.lost = l.lost.wrapping_add(lost);
+            l.runs = l.runs.wrapping_add(runs);
+            fb.received = fb.received.wrapping_add(received);
+            c.on_feedback(*fb, 1000.0);
+        }
+    }
+
+    fn start() -> (AutoControl, FecFeedback) {
+        let fb = FecFeedback {
+            received: u32::MAX - 50, // the counters wrap during the test
+            loss: Some(LossCounters::default()),
+            ..FecFeedback::default()
+        };
+        (AutoControl::new(AutoParams::default()), fb)
+    }
+
+    #[test]
+    fn starts_at_the_probe_level_and_follows_measured_loss() {
+        let (mut c, mut fb) = start();
+        assert!(c.code().overhead() <= 0.02, "{:?}", c.code());
+        report(&mut c, &mut fb, 400, (95, 5, 5));
+        let heavy = c.code();
+        assert!(
+            (0.06..0.2).contains(&heavy.overhead()),
+            "5 % random loss needs real but bounded repair: {heavy:?}"
+        );
+        // Loss stops: back down towards the probe level.
+        report(&mut c, &mut fb, 4000, (100, 0, 0));
+        assert!(c.code().overhead() <= 0.03, "{:?}", c.code());
+    }
+
+    #[test]
+    fn bursts_of_the_same_loss_rate_need_more_repair() {
+        let (mut single, mut fb1) = start();
+        report(&mut single, &mut fb1, 400, (98, 2, 2));
+        // The same 2 % loss in runs of 4 packets.
+        let (mut bursty, mut fb2) = start();
+        report(&mut bursty, &mut fb2, 200, (196, 4, 1));
+        assert!((bursty.estimate().mean_burst - 4.0).abs() < 0.5);
+        assert!(
+            bursty.code().overhead() > single.code().overhead() * 1.5,
+            "{:?} vs {:?}",
+            bursty.code(),
+            single.code()
+        );
+    }
+
+    #[test]
+    fn congestion_drops_do_not_raise_redundancy() {
+        let (mut c, mut fb) = start();
+        let probe = c.code();
+        for _ in 0..400 {
+            let l = fb.loss.as_mut().unwrap();
+            l.congestion_lost = l.congestion_lost.wrapping_add(10);
+            fb.received = fb.received.wrapping_add(90);
+            c.on_feedback(fb, 1000.0);
+        }
+        assert_eq!(c.code(), probe);
+        // The first report is the baseline the others are measured from.
+        assert_eq!(c.congestion_lost, 3990);
+    }
+
+    #[test]
+    fn a_small_window_bounds_the_block() {
+        let (mut c, mut fb) = start();
+        for _ in 0..400 {
+            let l = fb.loss.as_mut().unwrap();
+            l.lost += 1;
+            l.runs += 1;
+            fb.received = fb.received.wrapping_add(99);
+            c.on_feedback(fb, 40.0);
+        }
+        assert!(c.code().k <= 10, "{:?}", c.code());
+    }
+}

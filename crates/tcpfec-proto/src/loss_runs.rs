@@ -1,0 +1,172 @@
+//! Receiver side of the `auto` scheme's channel measurement: runs of lost packets, read
+//! from the gaps in the transmission numbers that every data and repair packet carries.
+//!
+//! The sender cannot measure the channel itself: a segment rebuilt from a repair is
+//! acknowledged like one that arrived, so only the receiver sees every loss. It counts,
+//! as wrapping cumulative counters reported on each ACK (`wire::LossCounters`), the
+//! packets lost and the runs they came in — for a two-state Gilbert channel those counts
+//! and the packets received are the whole likelihood (good→bad transitions = runs, time in
+//! the bad state = packets lost).
+//!
+//! **Channel or congestion.** A drop-tail queue drops only when it is full, a lossy link
+//! drops whatever the queue holds. So each run is classed by the queueing delay of the
+//! packet that ends it: its one-way delay (arrival minus the sender's timestamp, an
+//! unknown but constant clock offset included) above the smallest seen. A run that ends
+//! while that delay is within [`CONGESTED_SHARE`] of the largest recently seen (and at least
+//! [`MIN_QUEUE`]) is counted as congestion: FEC sized to it would only add load to a full
+//! queue. The split errs on the safe side: a channel loss that happens to strike while the
+//! queue is full is counted as congestion, which costs a retransmission, never a feedback
+//! loop where repair adds load that adds drops that add repair.
+
+use crate::time::Instant;
+use crate::wire::LossCounters;
+
+/// A run ending at a queueing delay at least this share of the recent maximum counts as
+/// congestion.
+pub const CONGESTED_SHARE: f64 = 0.8;
+
+/// Queueing delays below this (µs) never count as congestion: a queue that shallow is not
+/// full, and clock jitter alone reaches a few hundred microseconds on real hosts.
+pub const MIN_QUEUE: u32 = 2_000;
+
+/// Per packet, the recent maximum of the queueing delay keeps this share of itself, so it
+/// forgets a queue that has gone within a few thousand packets.
+const QUEUE_MAX_DECAY: f64 = 1.0 - 1.0 / 131072.0;
+
+/// A jump in the numbers larger than this is not a loss run (a peer restarting its
+/// numbering, or a corrupted field); the meter resynchronises instead.
+const MAX_RUN: u32 = 1 << 16;
+
+/// Loss runs measured so far.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LossRunMeter {
+    /// The number the next packet should carry.
+    next: Option<u32>,
+    /// Smallest one-way delay seen (µs, wrapping, offset by the clocks' difference).
+    min_delay: Option<u32>,
+    /// Recent maximum of the queueing delay, µs.
+    queue_max: f64,
+    /// Numbered packets received.
+    pub received: u64,
+    counters: LossCounters,
+}
+
+impl LossRunMeter {
+    /// A numbered packet arrived at `now`, sent at the peer's `ts_val` (µs).
+    pub fn on_packet(&mut self, now: Instant, number: u32, ts_val: u32) {
+        self.received += 1;
+        let queue = self.queueing_delay(now.timestamp_micros().wrapping_sub(ts_val));
+        let Some(next) = self.next else {
+            self.next = Some(number.wrapping_add(1));
+            return;
+        };
+        let gap = number.wrapping_sub(next);
+        if gap >= 1 << 31 {
+            // Late (reordered past a later packet) or duplicated: its place was already
+            // counted as lost; the estimate tolerates that rare error.
+            return;
+        }
+        self.next = Some(number.wrapping_add(1));
+        if gap == 0 || gap > MAX_RUN {
+            return;
+        }
+        let congested = queue >= MIN_QUEUE && queue as f64 >= CONGESTED_SHARE * self.queue_max;
+        let c = &mut self.counters;
+        if congested {
+            c.congestion_lost = c.congestion_lost.wrapping_add(gap);
+        } else {
+            c.lost = c.lost.wrapping_add(gap);
+            c.runs = c.runs.wrapping_add(1);
+        }
+    }
+
+    /// The counters to report.
+    pub fn counters(&self) -> LossCounters {
+        self.counters
+    }
+
+    /// Queueing delay of a packet whose one-way delay (plus clock offset) is `delay`, and
+    /// the recent maximum updated with it.
+    fn queueing_delay(&mut self, delay: u32) -> u32 {
+        let queue = match self.min_delay {
+            Some(min) if (delay.wrapping_sub(min) as i32) >= 0 => delay.wrapping_sub(min),
+            _ => {
+                self.min_delay = Some(delay);
+                0
+            }
+        };
+        self.queue_max = (self.queue_max * QUEUE_MAX_DECAY).max(queue as f64);
+        queue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at_us(us: u64) -> Instant {
+        Instant(us * 1_000)
+    }
+
+    /// Packets numbered `numbers`, sent 100 µs apart, each delayed 10 ms plus `queue(n)` µs.
+    fn feed(m: &mut LossRunMeter, numbers: impl Iterator<Item = u32>, queue: impl Fn(u32) -> u64) {
+        for n in numbers {
+            let sent = 1_000_000 + n as u64 * 100;
+            m.on_packet(at_us(sent + 10_000 + queue(n)), n, sent as u32);
+        }
+    }
+
+    #[test]
+    fn gaps_are_counted_as_runs_of_channel_loss_when_the_queue_is_empty() {
+        let mut m = LossRunMeter::default();
+        // Lost: 5 (a run of 1) and 20..23 (a run of 3).
+        let kept = (0..40u32).filter(|n| *n != 5 && !(20..23).contains(n));
+        feed(&mut m, kept, |_| 0);
+        let c = m.counters();
+        assert_eq!((c.lost, c.runs, c.congestion_lost), (4, 2, 0));
+        assert_eq!(m.received, 36);
+    }
+
+    #[test]
+    fn losses_at_a_full_queue_count_as_congestion() {
+        let mut m = LossRunMeter::default();
+        // The queue rises to 50 ms and drains again every 1000 packets. A loss at the top
+        // is congestion; losses while it is at 20 ms or near empty are channel losses.
+        let kept = (0..3000u32).filter(|n| ![1200, 1500, 1990].contains(n));
+        feed(&mut m, kept, |n| {
+            50_000 - (n as i64 % 1000 - 500).unsigned_abs() * 100
+        });
+        let c = m.counters();
+        assert_eq!((c.lost, c.runs, c.congestion_lost), (2, 2, 1));
+    }
+
+    #[test]
+    fn numbers_wrap_and_late_packets_are_not_runs() {
+        let mut m = LossRunMeter::default();
+        let start = u32::MAX - 3;
+        let numbers = [
+            start,
+            start + 1,
+            start + 3,
+            start + 2,
+            start.wrapping_add(5),
+        ];
+        for (i, n) in numbers.into_iter().enumerate() {
+            m.on_packet(at_us(20_000 + i as u64 * 100), n, 1 + i as u32 * 100);
+        }
+        let c = m.counters();
+        // Lost: start+2 (later arriving late, left counted) and start+4.
+        assert_eq!((c.lost, c.runs), (2, 2));
+    }
+
+    #[test]
+    fn a_jump_beyond_any_plausible_run_resynchronises() {
+        let mut m = LossRunMeter::default();
+        feed(
+            &mut m,
+            [0u32, 1, 2, 1 << 20, (1 << 20) + 1].into_iter(),
+            |_| 0,
+        );
+        assert_eq!(m.counters(), LossCounters::default());
+    }
+}
