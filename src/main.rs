@@ -3,6 +3,7 @@
 mod bench;
 mod bench_fuzz;
 mod calibrate;
+mod compare;
 mod demo;
 mod model;
 mod net_bench;
@@ -30,8 +31,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Simulate Tahoe, NewReno, SACK and CUBIC on the Sato ch. 4 path (100 Mb/s, 200 ms,
-    /// 0.05 % loss); print a table and write ./tcpfec-demo/cwnd.svg. Needs no arguments.
+    /// Simulate Tahoe, NewReno, SACK, CUBIC, Anker's (8,1) FEC and `auto` on the Sato ch. 4
+    /// path (100 Mb/s, 200 ms, 0.05 % loss); print a table and how much of the gap to the
+    /// link FEC closes, and write ./tcpfec-demo/cwnd.svg. Needs no arguments.
     Demo {
         /// Where to write the figure and CSV files.
         #[arg(long, default_value = "tcpfec-demo")]
@@ -47,7 +49,7 @@ enum Command {
     Validate(validate::Options),
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
-    /// Built in: sato-ch3, sato-ch4, sato-ch5, anker, ferlin, teshima, botos. A path to a
+    /// Built in: sato-ch3, sato-ch4, sato-ch5, anker, ferlin, teshima, botos, adaptive. A path to a
     /// TOML file works too.
     Reproduce {
         /// Experiment id or TOML file.

@@ -19,6 +19,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("ferlin", include_str!("../experiments/ferlin.toml")),
     ("teshima", include_str!("../experiments/teshima.toml")),
     ("botos", include_str!("../experiments/botos.toml")),
+    ("adaptive", include_str!("../experiments/adaptive.toml")),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -65,6 +66,9 @@ struct Figure {
     /// Closed-form curves drawn beside the simulation (see [`model_value`]).
     #[serde(default)]
     models: Vec<String>,
+    /// Tabulate this series against the best of the others at every point
+    /// (`crate::compare`).
+    compare: Option<String>,
 }
 
 impl Figure {
@@ -141,6 +145,15 @@ fn numeric(v: &str) -> f64 {
         .find(|&(_, c)| !(c.is_ascii_digit() || c == '.'))
         .map_or(v.len(), |(i, _)| i);
     v[..end].parse().unwrap_or(f64::NAN)
+}
+
+/// A run's value of `metric`: a field of its JSON record, or the ratio of two ("a/b").
+fn metric_value(run: &serde_json::Value, metric: &str) -> f64 {
+    let field = |name: &str| run[name].as_f64().unwrap_or(f64::NAN);
+    match metric.split_once('/') {
+        Some((a, b)) => field(a) / field(b),
+        None => field(metric),
+    }
 }
 
 /// Sampling interval of time-series figures.
@@ -295,9 +308,25 @@ pub fn run(opts: &Options) -> Result<(), String> {
     );
     let mut means: HashMap<(String, String, String), f64> = HashMap::new();
     let mut fig_md = String::new();
+    let mut compared: Option<(String, Vec<crate::compare::Row>)> = None;
     for (fig, fcells) in exp.figure.iter().zip(&cells) {
         let (md, m) = figure_outputs(fig, fcells, &outcomes, &out)?;
         fig_md += &md;
+        if let Some(c) = &fig.compare {
+            let xs = fig.xs(opts.quick);
+            let rows = crate::compare::rows(
+                &fig.id,
+                &fig.metric,
+                c,
+                &fig.series_values(opts.quick),
+                &xs,
+                &m,
+            );
+            compared
+                .get_or_insert_with(|| (c.clone(), Vec::new()))
+                .1
+                .extend(rows);
+        }
         for ((s, x), v) in m {
             means.insert((fig.id.clone(), s, x), v);
         }
@@ -318,6 +347,11 @@ pub fn run(opts: &Options) -> Result<(), String> {
             if ok { "agree" } else { "**differ**" },
             evidence
         );
+    }
+    if let Some((name, rows)) = &compared {
+        let (md, csv) = crate::compare::section(name, rows);
+        let _ = writeln!(report, "\n{md}");
+        std::fs::write(out.join("compare.csv"), csv).map_err(|e| e.to_string())?;
     }
     let _ = writeln!(report, "\n{fig_md}");
     std::fs::write(out.join("report.md"), report).map_err(|e| e.to_string())?;
@@ -348,11 +382,7 @@ fn figure_outputs(
             let vals: Vec<f64> = c
                 .runs
                 .iter()
-                .map(|&i| {
-                    crate::output::run_json(&outcomes[i])[fig.metric.as_str()]
-                        .as_f64()
-                        .unwrap_or(f64::NAN)
-                })
+                .map(|&i| metric_value(&crate::output::run_json(&outcomes[i]), &fig.metric))
                 .collect();
             let (mean, sd) = mean_sd(&vals);
             (mean, sd, vals.len())

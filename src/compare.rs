@@ -1,0 +1,170 @@
+//! The comparison table of a reproduction: at every point of a figure, one series (a
+//! scheme under evaluation, e.g. `auto`) against the best of the figure's other series.
+//!
+//! The ratio reads "how close to the best other scheme": value / best for metrics where
+//! more is better, best / value where less is (completion times), so ≥ 1 means the
+//! compared series is the best at that point.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// One point of the comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Figure id.
+    pub figure: String,
+    /// The point's x value.
+    pub x: String,
+    /// The compared series' mean.
+    pub value: f64,
+    /// The best other series and its mean.
+    pub best: String,
+    pub best_value: f64,
+    /// Compared to best, ≥ 1 when the compared series is the best.
+    pub ratio: f64,
+}
+
+/// Whether smaller values of `metric` are better.
+pub fn lower_is_better(metric: &str) -> bool {
+    metric.starts_with("completion_time")
+}
+
+/// The comparison rows of one figure: `compared` against the best of `series` at each of
+/// `xs`, from the figure's point means keyed by (series, x).
+pub fn rows(
+    figure: &str,
+    metric: &str,
+    compared: &str,
+    series: &[String],
+    xs: &[String],
+    means: &HashMap<(String, String), f64>,
+) -> Vec<Row> {
+    let lower = lower_is_better(metric);
+    let get = |s: &str, x: &str| means.get(&(s.to_string(), x.to_string())).copied();
+    let mut out = Vec::new();
+    for x in xs {
+        let Some(value) = get(compared, x) else {
+            continue;
+        };
+        let better = |a: f64, b: f64| if lower { a < b } else { a > b };
+        let best = series
+            .iter()
+            .filter(|s| *s != compared)
+            .filter_map(|s| get(s, x).filter(|v| v.is_finite()).map(|v| (s, v)))
+            .fold(None::<(&String, f64)>, |acc, (s, v)| match acc {
+                Some((_, bv)) if !better(v, bv) => acc,
+                _ => Some((s, v)),
+            });
+        let Some((best, best_value)) = best else {
+            continue;
+        };
+        let ratio = if lower {
+            best_value / value
+        } else {
+            value / best_value
+        };
+        out.push(Row {
+            figure: figure.to_string(),
+            x: x.clone(),
+            value,
+            best: best.clone(),
+            best_value,
+            ratio: if ratio.is_nan() { 0.0 } else { ratio },
+        });
+    }
+    out
+}
+
+/// Markdown: a summary against the two thresholds, then every row; and the same rows as
+/// CSV.
+pub fn section(compared: &str, rows: &[Row]) -> (String, String) {
+    let mut md = format!("## `{compared}` against the best other scheme\n\n");
+    let mut csv = String::from("figure,x,value,best,best_value,ratio\n");
+    if rows.is_empty() {
+        md.push_str("No point was compared.\n\n");
+        return (md, csv);
+    }
+    let n = rows.len();
+    let at_least = |t: f64| rows.iter().filter(|r| r.ratio >= t).count();
+    let worst = rows
+        .iter()
+        .min_by(|a, b| a.ratio.total_cmp(&b.ratio))
+        .expect("rows is not empty");
+    let _ = writeln!(
+        md,
+        "{n} points. Ratio ≥ 1 (best): {}; ≥ 0.95: {} ({:.0} %); ≥ 0.8: {} ({:.0} %). \
+         Lowest: {:.3} in `{}` at {} (best there: `{}`).\n",
+        at_least(1.0),
+        at_least(0.95),
+        100.0 * at_least(0.95) as f64 / n as f64,
+        at_least(0.8),
+        100.0 * at_least(0.8) as f64 / n as f64,
+        worst.ratio,
+        worst.figure,
+        worst.x,
+        worst.best
+    );
+    md.push_str(
+        "| figure | x | value | best other | its value | ratio |\n|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.4} | {} | {:.4} | {:.3} |",
+            r.figure, r.x, r.value, r.best, r.best_value, r.ratio
+        );
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{}",
+            r.figure, r.x, r.value, r.best, r.best_value, r.ratio
+        );
+    }
+    md.push('\n');
+    (md, csv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn means(points: &[(&str, &str, f64)]) -> HashMap<(String, String), f64> {
+        points
+            .iter()
+            .map(|(s, x, v)| ((s.to_string(), x.to_string()), *v))
+            .collect()
+    }
+
+    #[test]
+    fn ratios_read_the_right_way_for_both_kinds_of_metric() {
+        let series: Vec<String> = ["auto", "bbr", "cubic"].map(String::from).to_vec();
+        let xs = vec!["1%".to_string()];
+        let m = means(&[
+            ("auto", "1%", 40.0),
+            ("bbr", "1%", 50.0),
+            ("cubic", "1%", 10.0),
+        ]);
+        let r = rows("f", "goodput_mbps", "auto", &series, &xs, &m);
+        assert_eq!((r[0].best.as_str(), r[0].ratio), ("bbr", 0.8));
+        let r = rows("f", "completion_time_s", "auto", &series, &xs, &m);
+        assert_eq!((r[0].best.as_str(), r[0].ratio), ("cubic", 0.25));
+    }
+
+    #[test]
+    fn the_summary_counts_points_over_each_threshold() {
+        let row = |ratio: f64| Row {
+            figure: "f".into(),
+            x: format!("{ratio}"),
+            value: ratio,
+            best: "b".into(),
+            best_value: 1.0,
+            ratio,
+        };
+        let (md, csv) = section("auto", &[row(1.2), row(0.96), row(0.9), row(0.5)]);
+        assert!(
+            md.contains("Ratio ≥ 1 (best): 1; ≥ 0.95: 2 (50 %); ≥ 0.8: 3 (75 %)"),
+            "{md}"
+        );
+        assert!(md.contains("Lowest: 0.500"), "{md}");
+        assert_eq!(csv.lines().count(), 5);
+    }
+}
