@@ -1,4 +1,5 @@
-//! `tcpfec demo`: the classic TCP variants on the Sato ch. 4 path, a table and a figure.
+//! `tcpfec demo`: the classic TCP variants, a seed FEC scheme and `auto` on the Sato ch. 4
+//! path, a table and a figure, and how much of the gap to the link FEC closes.
 
 use crate::sweep::Run;
 use core::time::Duration;
@@ -6,8 +7,11 @@ use std::path::Path;
 use tcpfec_proto::Scheme;
 use tcpfec_sim::Scenario;
 
-/// Schemes the demo compares.
-pub const DEMO_SCHEMES: [&str; 4] = ["tahoe", "newreno", "sack", "cubic"];
+/// TCP variants the demo compares.
+pub const DEMO_TCP: [&str; 4] = ["tahoe", "newreno", "sack", "cubic"];
+
+/// FEC schemes the demo sets beside them: Anker's (8, 1) blocks (a seed scheme) and `auto`.
+pub const DEMO_FEC: [&str; 2] = ["anker-8-1", "auto"];
 
 /// Runs the demo and writes its files into `dir`.
 pub fn run(dir: &Path) -> Result<(), String> {
@@ -20,8 +24,9 @@ pub fn run(dir: &Path) -> Result<(), String> {
         "  sender -1 ms- R1 -100 Mb/s, 200 ms, 0.05% random loss- R2 -1 ms- receiver; 50-packet buffers,"
     );
     println!("  1500-byte packets, 220 s simulated, goodput measured over 20-220 s, seed 1\n");
-    let runs: Vec<Run> = DEMO_SCHEMES
+    let runs: Vec<Run> = DEMO_TCP
         .iter()
+        .chain(DEMO_FEC.iter())
         .map(|name| {
             let scenario = Scenario {
                 scheme: Scheme::parse(name).expect("built-in scheme"),
@@ -55,6 +60,25 @@ pub fn run(dir: &Path) -> Result<(), String> {
         "\nThe path holds about {bdp:.0} packets in flight; random loss keeps every loss-based"
     );
     println!("variant far below that. This gap is what the FEC schemes of tcpfec close.");
+    let goodput = |name: &str| {
+        outcomes
+            .iter()
+            .find(|o| o.run.params[0].1 == name)
+            .map_or(0.0, |o| o.result.goodput_mbps)
+    };
+    let best_tcp = DEMO_TCP.iter().map(|n| goodput(n)).fold(0.0, f64::max);
+    // What the link carries as payload (1460 of every 1500 bytes).
+    let hdr = tcpfec_sim::scenario::HEADER_BYTES;
+    let link = base.bottleneck_bps as f64 * 1e-6 * (base.packet_size - hdr) as f64
+        / base.packet_size as f64;
+    for name in DEMO_FEC {
+        let closed = (goodput(name) - best_tcp) / (link - best_tcp);
+        println!(
+            "{name}: {:.1} Mb/s, closes {:.0} % of the gap between the best TCP variant ({best_tcp:.1} Mb/s) and the link ({link:.1} Mb/s of payload)",
+            goodput(name),
+            100.0 * closed
+        );
+    }
     println!(
         "Wrote {}, {} and {}",
         svg.display(),
