@@ -45,11 +45,25 @@ fn shared_codec(k: usize, m: usize) -> Option<Arc<ReedSolomon>> {
     Some(codec)
 }
 
+/// The parity count of the codec that serves (k, m): m rounded up to a power of two
+/// (within the shard limit). The crate's code is a Vandermonde matrix times the inverse of
+/// its top k × k square, and the Vandermonde rows of k + m shards are the first rows of
+/// those of k + m' shards for m' > m, so the first m parity rows of the (k, m') code are
+/// exactly the (k, m) code: one codec serves every m up to m'. Building a codec inverts a
+/// k × k matrix (tens of milliseconds at k = 128); `auto` changes m with every estimate,
+/// and keying by exact m built a new codec for each (184 builds, two thirds of a 60 s
+/// simulated `auto` run).
+fn codec_parity(k: usize, m: usize) -> usize {
+    m.next_power_of_two().min(MAX_SHARDS - k)
+}
+
 impl RsCache {
+    /// The codec of (k, [`codec_parity`]), whose first `m` parity rows are the (k, m) code.
     fn get(&mut self, k: usize, m: usize) -> Option<&ReedSolomon> {
         if k == 0 || m == 0 || k + m > MAX_SHARDS {
             return None;
         }
+        let m = codec_parity(k, m);
         if let Some(i) = self.codecs.iter().position(|(s, _)| *s == (k, m)) {
             return Some(&self.codecs[i].1);
         }
@@ -65,7 +79,8 @@ impl RsCache {
     pub fn encode(&mut self, payloads: &[Bytes], m: usize) -> Option<Vec<Vec<u8>>> {
         let k = payloads.len();
         let len = payloads.iter().map(|p| p.len()).max()?;
-        let mut parity = vec![vec![0u8; len]; m];
+        let rows = codec_parity(k, m);
+        let mut parity = vec![vec![0u8; len]; rows];
         let codec = self.get(k, m)?;
         if payloads.iter().all(|p| p.len() == len) {
             codec.encode_sep(payloads, &mut parity).ok()?;
@@ -77,8 +92,9 @@ impl RsCache {
             .iter()
             .map(|p| (p.len() as u16).to_be_bytes())
             .collect();
-        let mut len_parity = vec![[0u8; 2]; m];
+        let mut len_parity = vec![[0u8; 2]; rows];
         codec.encode_sep(&lens, &mut len_parity).ok()?;
+        parity.truncate(m);
         for (shard, lp) in parity.iter_mut().zip(&len_parity) {
             shard.extend_from_slice(lp);
         }
@@ -128,6 +144,10 @@ impl RsCache {
                     .map(|r| r.as_ref().map(|r| r[len..].to_vec())),
             )
             .collect();
+        // The codec's parity rows past `m` were never sent: missing shards like any other.
+        let extra = codec_parity(k, m).saturating_sub(m);
+        shards.extend((0..extra).map(|_| None));
+        lens.extend((0..extra).map(|_| None));
         let codec = self.get(k, m)?;
         codec.reconstruct_data(&mut shards).ok()?;
         codec.reconstruct_data(&mut lens).ok()?;
@@ -216,6 +236,25 @@ mod tests {
         assert_eq!(got.len(), 10);
         for (i, payload) in got {
             assert_eq!(payload, p[i]);
+        }
+    }
+
+    /// A codec serves smaller parity counts: its first m parity rows are byte for byte
+    /// the repairs a codec built for exactly (k, m) makes (the wire format depends on it).
+    #[test]
+    fn shared_codecs_make_exactly_the_repairs_of_their_shape() {
+        let mut c = RsCache::default();
+        for (k, m) in [(4usize, 3usize), (16, 5), (128, 15), (200, 9), (250, 6)] {
+            let p = payloads(k, (k * m) as u64);
+            let ours = c.encode(&p, m).unwrap();
+            let len = p.iter().map(|x| x.len()).max().unwrap();
+            let exact = ReedSolomon::new(k, m).unwrap();
+            let padded: Vec<Vec<u8>> = p.iter().map(|x| padded(x, len)).collect();
+            let mut parity = vec![vec![0u8; len]; m];
+            exact.encode_sep(&padded, &mut parity).unwrap();
+            for (o, e) in ours.iter().zip(&parity) {
+                assert_eq!(&o[..len], &e[..], "k={k} m={m}");
+            }
         }
     }
 
