@@ -448,15 +448,16 @@ impl Conn {
             self.error = Some(NetError::PeerTimeout(idle));
             engine.abort();
         }
-        let s = engine.stats();
-        let mss = engine.config().mss as f64;
         match engine.pacing_rate() {
             Some(rate) => self.pacer.set_controller_rate(rate),
-            None => self.pacer.set_rate(
-                engine.cwnd() * mss,
-                s.srtt,
-                engine.cwnd() < engine.ssthresh(),
-            ),
+            None => {
+                let mss = engine.config().mss as f64;
+                self.pacer.set_rate(
+                    engine.cwnd() * mss,
+                    engine.stats().srtt,
+                    engine.cwnd() < engine.ssthresh(),
+                )
+            }
         }
 
         let mut next: Option<Instant> = None;

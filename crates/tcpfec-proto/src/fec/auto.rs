@@ -94,10 +94,11 @@ impl AutoControl {
         let received = fb.received.wrapping_sub(prev.received) as u64;
         let lost = loss.lost.wrapping_sub(prev_loss.lost) as u64;
         let runs = loss.runs.wrapping_sub(prev_loss.runs) as u64;
-        self.congestion_lost += loss.congestion_lost.wrapping_sub(prev_loss.congestion_lost) as u64;
-        if received >= 1 << 31 || lost >= 1 << 31 {
+        let congestion_lost = loss.congestion_lost.wrapping_sub(prev_loss.congestion_lost) as u64;
+        if received >= 1 << 31 || lost >= 1 << 31 || congestion_lost >= 1 << 31 {
             return None; // an older report overtaken by a newer one
         }
+        self.congestion_lost += congestion_lost;
         self.observe(received, lost, runs);
         self.since_sizing += received + lost;
         let max_k =
