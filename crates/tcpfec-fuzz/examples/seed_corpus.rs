@@ -15,7 +15,7 @@ use tcpfec_proto::fec::fountain::{parameters, FountainEncoder};
 use tcpfec_proto::{Packet, Scheme};
 
 fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus")
+    tcpfec_fuzz::corpus::dir().join("corpus")
 }
 
 fn write(target: &str, name: &str, bytes: &[u8]) {

@@ -5,10 +5,12 @@
 //!   a nightly toolchain (`tests/corpus.rs`);
 //! * [`pair`]: a client and a server engine over a channel whose every drop, duplicate,
 //!   delay, reordering and corruption comes from a byte string;
-//! * [`schedule`]: the same channel driven by seeds, for long runs (`tcpfec bench fuzz`).
+//! * [`schedule`]: the same channel driven by seeds, for long runs (`tcpfec bench fuzz`);
+//! * [`corpus`]: where the committed inputs live and how one is replayed.
 //!
 //! `docs/fuzzing.md` says how to run and extend them.
 
+pub mod corpus;
 pub mod input;
 pub mod pair;
 pub mod schedule;

@@ -210,15 +210,9 @@ impl Setup {
     }
 
     fn config(&self, own: &Scheme, peer: &Scheme) -> Config {
-        // The runtime's rule (tcpfec-net params): FECTCP's symbols and ACKs only a FECTCP
-        // engine understands, so it runs both ways when either side sends with it.
-        let scheme = if own.fountain.is_none() && peer.fountain.is_some() {
-            peer.clone()
-        } else {
-            own.clone()
-        };
         Config {
-            scheme,
+            // The runtime's rule: FECTCP runs both ways when either side sends with it.
+            scheme: tcpfec_net::params::engine_scheme(own, peer).clone(),
             mss: self.mss,
             delayed_ack: self.delayed_ack,
             send_buffer: if self.small_send_buffer {

@@ -9,7 +9,7 @@ use tcpfec_proto::Scheme;
 
 /// The scheme this side's engine runs: its own, unless the peer sends with FECTCP, whose
 /// symbols and ACKs only a FECTCP engine understands (FECTCP then runs both ways).
-pub(crate) fn engine_scheme<'a>(own: &'a Scheme, peer: &'a Scheme) -> &'a Scheme {
+pub fn engine_scheme<'a>(own: &'a Scheme, peer: &'a Scheme) -> &'a Scheme {
     if own.fountain.is_none() && peer.fountain.is_some() {
         peer
     } else {
