@@ -37,16 +37,16 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(mut self, seed: u64, out: tcpfec_fuzz::pair::Outcome) -> Tally {
-        self.runs += 1;
-        self.bytes += (out.written[0] + out.written[1]) as u64;
-        self.wrong += out.wrong as u64;
-        self.missing += out.missing as u64;
-        self.datagrams += out.datagrams;
-        if let Some(why) = out.failure {
-            self.failures.push((seed, why));
+    /// One run's totals.
+    fn one(seed: u64, out: tcpfec_fuzz::pair::Outcome) -> Tally {
+        Tally {
+            runs: 1,
+            bytes: (out.written[0] + out.written[1]) as u64,
+            wrong: out.wrong as u64,
+            missing: out.missing as u64,
+            datagrams: out.datagrams,
+            failures: out.failure.map(|why| (seed, why)).into_iter().collect(),
         }
-        self
     }
 
     fn merge(mut self, o: Tally) -> Tally {
@@ -57,6 +57,14 @@ impl Tally {
         self.datagrams += o.datagrams;
         self.failures.extend(o.failures);
         self
+    }
+
+    /// The table row of these totals, with `failures` failed runs and `wall_s` seconds.
+    fn row(&self, name: &str, failures: usize, wall_s: f64) -> String {
+        format!(
+            "{name:<20} {:>8} {:>12} {:>11} {:>7} {:>8} {failures:>9} {wall_s:>8.1}",
+            self.runs, self.bytes, self.datagrams, self.wrong, self.missing
+        )
     }
 }
 
@@ -102,39 +110,19 @@ pub fn run(o: &Options) -> Result<(), String> {
     let mut failed: Vec<(usize, u64, String)> = Vec::new();
     for &i in &schemes {
         let t = WallClock::now();
-        let tally = pool.install(|| {
+        let mut tally = pool.install(|| {
             (o.seed..o.seed + o.schedules)
                 .into_par_iter()
-                .fold(Tally::default, |acc, seed| {
-                    acc.add(seed, schedule::run(seed, i))
-                })
+                .map(|seed| Tally::one(seed, schedule::run(seed, i)))
                 .reduce(Tally::default, Tally::merge)
         });
-        println!(
-            "{:<20} {:>8} {:>12} {:>11} {:>7} {:>8} {:>9} {:>8.1}",
-            SCHEMES[i],
-            tally.runs,
-            tally.bytes,
-            tally.datagrams,
-            tally.wrong,
-            tally.missing,
-            tally.failures.len(),
-            t.elapsed().as_secs_f64()
-        );
-        failed.extend(tally.failures.iter().map(|(s, w)| (i, *s, w.clone())));
+        let wall = t.elapsed().as_secs_f64();
+        println!("{}", tally.row(SCHEMES[i], tally.failures.len(), wall));
+        failed.extend(tally.failures.drain(..).map(|(s, w)| (i, s, w)));
         total = total.merge(tally);
     }
-    println!(
-        "{:<20} {:>8} {:>12} {:>11} {:>7} {:>8} {:>9} {:>8.1}",
-        "total",
-        total.runs,
-        total.bytes,
-        total.datagrams,
-        total.wrong,
-        total.missing,
-        failed.len(),
-        start.elapsed().as_secs_f64()
-    );
+    let wall = start.elapsed().as_secs_f64();
+    println!("{}", total.row("total", failed.len(), wall));
     if failed.is_empty() {
         return Ok(());
     }
