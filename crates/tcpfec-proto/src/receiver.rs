@@ -129,10 +129,7 @@ impl Receiver {
         self.fec = Some(FecRx {
             decoder: Decoder::default(),
             cfg,
-            loss_runs: cfg
-                .adaptive
-                .is_some_and(|a| a.measures_loss_runs())
-                .then(LossRunMeter::default),
+            loss_runs: cfg.measures_loss_runs().then(LossRunMeter::default),
             holes: Vec::new(),
             high_nxt: self.rcv_nxt,
             dupacks_suppressed: 0,

@@ -203,8 +203,7 @@ impl Sender {
             next_number: cfg
                 .scheme
                 .fec
-                .and_then(|f| f.adaptive)
-                .is_some_and(|a| a.measures_loss_runs())
+                .is_some_and(|f| f.measures_loss_runs())
                 .then_some(0),
             target_rate_bps: cfg.target_rate_bps,
             last_rate: None,

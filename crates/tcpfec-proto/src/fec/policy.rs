@@ -72,6 +72,13 @@ pub struct FecConfig {
     pub adaptive: Option<Adaptive>,
 }
 
+impl FecConfig {
+    /// Whether packets carry transmission numbers and the receiver reports loss runs.
+    pub fn measures_loss_runs(&self) -> bool {
+        self.adaptive.is_some_and(|a| a.measures_loss_runs())
+    }
+}
+
 /// The adaptive redundancy controllers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Adaptive {
