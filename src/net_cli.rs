@@ -434,12 +434,17 @@ impl StopSignals {
         })
     }
 
-    /// Waits for the next SIGINT or SIGTERM.
-    async fn next(&mut self) -> Stop {
-        tokio::select! {
+    /// Waits for the next SIGINT or SIGTERM, and marks every connection of `ep` to close
+    /// before returning: the caller's `select!` then drops the transfers, and a stream
+    /// dropped before the close would send its peer a FIN, read there as a transfer cut
+    /// short rather than an interruption.
+    async fn next(&mut self, ep: &Endpoint) -> Stop {
+        let stop = tokio::select! {
             _ = self.int.recv() => Stop { signal: "SIGINT", status: 130 },
             _ = self.term.recv() => Stop { signal: "SIGTERM", status: 143 },
-        }
+        };
+        ep.begin_close_all(CloseCode::Interrupted, "");
+        stop
     }
 }
 
@@ -476,7 +481,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
         let mut s = tokio::select! {
             s = ep.connect(addr) => s.map_err(|e| e.to_string())?,
-            stop = signals.next() => exit_stopped(&ep, stop, "nothing was sent").await,
+            stop = signals.next(&ep) => exit_stopped(&ep, stop, "nothing was sent").await,
         };
         let watch = s.watch();
         let w2 = watch.clone();
@@ -497,7 +502,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         };
         let r = tokio::select! {
             r = transfer::send_files(&mut s, &files, &done, blocks, &mut on_done) => Ok(r),
-            stop = signals.next() => Err(stop),
+            stop = signals.next(&ep) => Err(stop),
         };
         ticker.abort();
         sig.abort();
@@ -654,7 +659,7 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
                         return r;
                     }
                 }
-                stop = signals.next() => break stop,
+                stop = signals.next(&ep) => break stop,
             }
         };
         // Dropping the transfers removes their temporary files; stored files stay.
@@ -699,7 +704,7 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 // documents intent, the client decides what it forwards.
                 let stop = tokio::select! {
                     _ = tunnel::serve(ep.clone(), to, stats.clone()) => None,
-                    stop = signals.next() => Some(stop),
+                    stop = signals.next(&ep) => Some(stop),
                 };
                 if report.stats || report.json {
                     println!("{}", tunnel_json(&ep.stats(), &stats));
@@ -758,7 +763,7 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                     if udp { " (TCP and UDP)" } else { " (TCP)" }
                 );
                 let _sig = sig_tunnel(ep.clone(), stats.clone());
-                let stop = signals.next().await;
+                let stop = signals.next(&ep).await;
                 for t in tasks {
                     t.abort();
                 }

@@ -228,10 +228,10 @@ impl Endpoint {
         }
     }
 
-    /// Closes every open connection with `code` (the peers report the reason at once
-    /// instead of waiting for their idle timeout) and waits, at most `limit`, until the
-    /// close messages have been handed to the socket.
-    pub async fn close_all(&self, code: crate::control::CloseCode, reason: &str, limit: Duration) {
+    /// Marks every open connection to close with `code`, at once: from here on they send
+    /// no data, and a stream dropped afterwards sends no FIN (its peer would read the end
+    /// of a stream, not the reason). [`Endpoint::close_all`] waits for the messages.
+    pub fn begin_close_all(&self, code: crate::control::CloseCode, reason: &str) {
         {
             let mut st = self.shared.lock();
             for c in st.conns.values_mut() {
@@ -244,6 +244,13 @@ impl Endpoint {
             }
         }
         self.shared.notify.notify_one();
+    }
+
+    /// Closes every open connection with `code` (the peers report the reason at once
+    /// instead of waiting for their idle timeout) and waits, at most `limit`, until the
+    /// close messages have been handed to the socket.
+    pub async fn close_all(&self, code: crate::control::CloseCode, reason: &str, limit: Duration) {
+        self.begin_close_all(code, reason);
         let end = tokio::time::Instant::now() + limit;
         // Polling is acceptable here: this runs once at exit, not on the data path.
         let mut round = None;
