@@ -16,7 +16,8 @@
 //! [`MIN_QUEUE`]) is counted as congestion: FEC sized to it would only add load to a full
 //! queue. The split errs on the safe side: a channel loss that happens to strike while the
 //! queue is full is counted as congestion, which costs a retransmission, never a feedback
-//! loop where repair adds load that adds drops that add repair.
+//! loop where repair adds load that adds drops that add repair. Runs longer than
+//! [`MAX_CHANNEL_RUN`] are counted there too, whatever the queue.
 
 use crate::time::Instant;
 use crate::wire::LossCounters;
@@ -32,6 +33,13 @@ pub const MIN_QUEUE: u32 = 2_000;
 /// Per packet, the recent maximum of the queueing delay keeps this share of itself, so it
 /// forgets a queue that has gone within a few thousand packets.
 const QUEUE_MAX_DECAY: f64 = 1.0 - 1.0 / 131072.0;
+
+/// Runs longer than this are left to retransmission, counted with the congestion drops:
+/// no block `auto` may send repairs more (128 data packets, a third of the packets
+/// repair), and such runs are outages or overflowing buffers, not the channel FEC is
+/// sized for. (A 30 s blackout read as channel loss sized every block after it for a
+/// 55 % loss rate.)
+pub const MAX_CHANNEL_RUN: u32 = 64;
 
 /// A jump in the numbers larger than this is not a loss run (a peer restarting its
 /// numbering, or a corrupted field); the meter resynchronises instead.
@@ -70,7 +78,8 @@ impl LossRunMeter {
         if gap == 0 || gap > MAX_RUN {
             return;
         }
-        let congested = queue >= MIN_QUEUE && queue as f64 >= CONGESTED_SHARE * self.queue_max;
+        let congested = gap > MAX_CHANNEL_RUN
+            || (queue >= MIN_QUEUE && queue as f64 >= CONGESTED_SHARE * self.queue_max);
         let c = &mut self.counters;
         if congested {
             c.congestion_lost = c.congestion_lost.wrapping_add(gap);
@@ -157,6 +166,18 @@ mod tests {
         let c = m.counters();
         // Lost: start+2 (later arriving late, left counted) and start+4.
         assert_eq!((c.lost, c.runs), (2, 2));
+    }
+
+    #[test]
+    fn a_run_longer_than_any_block_repairs_is_not_channel_loss() {
+        let mut m = LossRunMeter::default();
+        feed(
+            &mut m,
+            (0..200u32).filter(|n| !(50..150).contains(n)),
+            |_| 0,
+        );
+        let c = m.counters();
+        assert_eq!((c.lost, c.runs, c.congestion_lost), (0, 0, 100));
     }
 
     #[test]

@@ -229,7 +229,8 @@ pub struct LossCounters {
     pub lost: u32,
     /// Runs of consecutive channel losses.
     pub runs: u32,
-    /// Numbered packets lost while the queue was near full (taken as congestion drops).
+    /// Numbered packets lost while the queue was near full (taken as congestion drops),
+    /// or in runs too long for any block to repair (outages).
     pub congestion_lost: u32,
 }
 

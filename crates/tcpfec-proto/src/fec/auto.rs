@@ -21,6 +21,13 @@ pub struct AutoParams {
     /// Share of a round trip's packets one block may span: a lost packet waits for the
     /// rest of its block, so this bounds the delay a block adds to recovery.
     pub block_share_of_window: f64,
+    /// Largest share of the packets sent that may be repair. Loss beyond what this
+    /// repairs is left to retransmission and so reaches the congestion controller. It
+    /// breaks the loop of losses the sending itself causes without a queueing delay to
+    /// show it (a host's socket buffer, a policer): there, more repair meant more drops,
+    /// and `auto` climbed to 254 repairs per data packet through a loopback relay at
+    /// 100 Mb/s.
+    pub max_overhead: f64,
 }
 
 impl Default for AutoParams {
@@ -29,6 +36,7 @@ impl Default for AutoParams {
             target_failure: 1e-3,
             max_block: 128,
             block_share_of_window: 0.25,
+            max_overhead: 1.0 / 3.0,
         }
     }
 }
@@ -108,11 +116,27 @@ impl AutoControl {
         }
         self.since_sizing = 0;
         self.max_k = max_k;
-        let code = size_code(&self.est.estimate(), self.p.target_failure, max_k);
+        let code = self.capped(size_code(
+            &self.est.estimate(),
+            self.p.target_failure,
+            max_k,
+        ));
         (code != self.code).then(|| {
             self.code = code;
             code
         })
+    }
+
+    /// `code`, or, if it spends more than [`AutoParams::max_overhead`] on repair, the
+    /// largest block the delay bound allows with as much repair as the cap leaves.
+    fn capped(&self, code: CodeSize) -> CodeSize {
+        let cap = self.p.max_overhead;
+        if code.overhead() <= cap {
+            return code;
+        }
+        let k = self.max_k;
+        let m = ((cap / (1.0 - cap) * k as f64).floor() as usize).max(1);
+        CodeSize { k, m }
     }
 
     /// `received` packets and `lost` in `runs` runs, interleaved evenly: the counters carry
@@ -205,6 +229,15 @@ mod tests {
         assert_eq!(c.code(), probe);
         // The first report is the baseline the others are measured from.
         assert_eq!(c.congestion_lost, 3990);
+    }
+
+    #[test]
+    fn repair_never_takes_more_than_its_share() {
+        let (mut c, mut fb) = start();
+        // Heavy, bursty loss would call for most of the packets to be repair.
+        report(&mut c, &mut fb, 400, (40, 60, 3));
+        assert!(c.code().overhead() <= 1.0 / 3.0 + 1e-9, "{:?}", c.code());
+        assert_eq!(c.code().k, 128, "{:?}", c.code());
     }
 
     #[test]
