@@ -56,6 +56,8 @@ pub struct AutoControl {
     since_sizing: u64,
     /// The delay bound the code was last sized for.
     max_k: usize,
+    /// The probe block the code was last sized for: one window.
+    probe_k: usize,
     code: CodeSize,
     /// Packets the receiver counted as congestion drops, in total.
     pub congestion_lost: u64,
@@ -66,13 +68,14 @@ impl AutoControl {
     pub fn new(p: AutoParams) -> Self {
         let est = ChannelEstimator::new();
         let max_k = p.max_block as usize;
-        let code = size_code(&est.estimate(), p.target_failure, max_k);
+        let code = size_code(&est.estimate(), p.target_failure, max_k, max_k);
         AutoControl {
             p,
             est,
             last: None,
             since_sizing: 0,
             max_k,
+            probe_k: max_k,
             code,
             congestion_lost: 0,
         }
@@ -111,15 +114,20 @@ impl AutoControl {
         self.since_sizing += received + lost;
         let max_k =
             ((window * self.p.block_share_of_window) as usize).clamp(2, self.p.max_block as usize);
-        if self.since_sizing < RESIZE_EVERY && max_k == self.max_k {
+        // The probe's block spans at most a window, so its repair comes within a round
+        // trip of a loss.
+        let probe_k = (window as usize).clamp(2, self.p.max_block as usize);
+        if self.since_sizing < RESIZE_EVERY && max_k == self.max_k && probe_k == self.probe_k {
             return None;
         }
         self.since_sizing = 0;
         self.max_k = max_k;
+        self.probe_k = probe_k;
         let code = self.capped(size_code(
             &self.est.estimate(),
             self.p.target_failure,
             max_k,
+            probe_k,
         ));
         (code != self.code).then(|| {
             self.code = code;
@@ -238,6 +246,23 @@ mod tests {
         report(&mut c, &mut fb, 400, (40, 60, 3));
         assert!(c.code().overhead() <= 1.0 / 3.0 + 1e-9, "{:?}", c.code());
         assert_eq!(c.code().k, 128, "{:?}", c.code());
+    }
+
+    #[test]
+    fn the_probe_spans_a_window_not_a_quarter_of_one() {
+        // Before, a window of 10 bounded every block to 2 packets, and the "probe" of a
+        // clean path's startup sent one repair per two data packets.
+        let (mut c, mut fb) = start();
+        for _ in 0..3 {
+            fb.received = fb.received.wrapping_add(10);
+            c.on_feedback(fb, 10.0);
+        }
+        assert_eq!(c.code(), CodeSize { k: 10, m: 1 });
+        for _ in 0..3 {
+            fb.received = fb.received.wrapping_add(100);
+            c.on_feedback(fb, 400.0);
+        }
+        assert!(c.code().overhead() <= 0.02, "{:?}", c.code());
     }
 
     #[test]

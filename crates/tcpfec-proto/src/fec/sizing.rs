@@ -90,13 +90,15 @@ fn failure_table(est: &ChannelEstimate, n_max: usize) -> Vec<Vec<f64>> {
 
 /// The code with the least overhead that keeps the block-failure probability under
 /// `target`, with at most `max_k` data packets per block (the delay bound). On a loss-free
-/// estimate: one repair per block of up to [`PROBE_BLOCK`] packets. If no M up to the
-/// block limit meets the target (very heavy loss), the code with the most repair.
-pub fn size_code(est: &ChannelEstimate, target: f64, max_k: usize) -> CodeSize {
+/// estimate: one repair per block of up to `probe_k` packets, at most [`PROBE_BLOCK`] − 1
+/// (the probe has no failure target to meet, so its block may be longer than the delay
+/// bound: one repair per four packets of a small window would not be a probe). If no M up
+/// to the block limit meets the target (very heavy loss), the code with the most repair.
+pub fn size_code(est: &ChannelEstimate, target: f64, max_k: usize, probe_k: usize) -> CodeSize {
     let max_k = max_k.clamp(1, MAX_BLOCK - 1);
     if est.loss_rate <= 0.0 {
         return CodeSize {
-            k: max_k.min(PROBE_BLOCK - 1),
+            k: probe_k.clamp(1, PROBE_BLOCK - 1),
             m: 1,
         };
     }
@@ -161,8 +163,8 @@ mod tests {
 
     #[test]
     fn bursts_need_more_repair_than_isolated_losses() {
-        let isolated = size_code(&est(0.02, 1.0 / 0.98), 1e-3, 64);
-        let bursty = size_code(&est(0.02, 5.0), 1e-3, 64);
+        let isolated = size_code(&est(0.02, 1.0 / 0.98), 1e-3, 64, 64);
+        let bursty = size_code(&est(0.02, 5.0), 1e-3, 64, 64);
         assert!(
             bursty.overhead() > isolated.overhead(),
             "{bursty:?} vs {isolated:?}"
@@ -171,9 +173,9 @@ mod tests {
 
     #[test]
     fn a_clean_path_gets_the_probe_level_only() {
-        let c = size_code(&est(0.0, 1.0), 1e-3, 200);
+        let c = size_code(&est(0.0, 1.0), 1e-3, 200, 200);
         assert!(c.overhead() <= 0.02, "{c:?}");
-        let short = size_code(&est(0.0, 1.0), 1e-3, 10);
+        let short = size_code(&est(0.0, 1.0), 1e-3, 10, 10);
         assert_eq!(short, CodeSize { k: 10, m: 1 });
     }
 
@@ -184,7 +186,7 @@ mod tests {
         // room for the sampling error of about 1000 blocks' worth of failures).
         for (pi, burst, seed) in [(0.01, 1.0 / 0.99, 1), (0.05, 1.0 / 0.95, 2), (0.02, 2.0, 3)] {
             let target = 1e-3;
-            let c = size_code(&est(pi, burst), target, 100);
+            let c = size_code(&est(pi, burst), target, 100, 100);
             let n = c.k + c.m;
             let mut ch = Gilbert::new(pi, burst);
             let mut d = Draws(seed);
@@ -214,7 +216,7 @@ mod tests {
     fn heavier_loss_costs_more_repair() {
         let mut last = 0.0;
         for p in [0.001, 0.01, 0.02, 0.05, 0.1] {
-            let c = size_code(&est(p, 1.0 / (1.0 - p)), 1e-3, 100);
+            let c = size_code(&est(p, 1.0 / (1.0 - p)), 1e-3, 100, 100);
             assert!(c.overhead() > last, "p {p}: {c:?}");
             assert!(block_failure(&est(p, 1.0 / (1.0 - p)), c.k + c.m, c.m) <= 1e-3);
             last = c.overhead();
