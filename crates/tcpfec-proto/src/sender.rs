@@ -448,7 +448,16 @@ impl Sender {
             // Out of data: if none comes for half a round trip, the open groups are closed
             // so the tail of a transfer, or a pause in a stream, is protected too. Closing
             // at once would cut a paced stream into one-packet groups.
-            if let Some((enc, _)) = self.fec.as_ref() {
+            let ended = self.fin_requested;
+            if let Some((enc, f)) = self.fec.as_mut() {
+                if enc.has_open_group() && ended && f.measures_loss_runs() {
+                    // The stream has ended, so nothing more can join the group: `auto`
+                    // closes it now, and a loss at the transfer's tail is repaired half
+                    // a round trip sooner. (The seed schemes keep the wait their papers'
+                    // reproductions were made with.)
+                    enc.flush();
+                    return self.poll_repair(now).map(Outgoing::Repair);
+                }
                 if enc.has_open_group() && self.idle_flush_deadline.is_none() {
                     self.idle_flush_deadline = Some(now + self.smoothed_rtt() / 2);
                 }
@@ -614,11 +623,12 @@ impl Sender {
         }
         // The ACK clock is running: the flight has not stalled.
         self.flush_deadline = None;
+        // Before the feedback: congestion losses the receiver reports count as this ACK's.
+        let lost_before = self.sb.rate.lost();
         if let Some(fb) = a.fec_feedback {
             self.on_fec_feedback(now, fb);
         }
         self.peer_window = a.window;
-        let lost_before = self.sb.rate.lost();
         if self.sack {
             self.sb.apply_sack(now, a.sack);
             self.sb.mark_lost_by_sack(self.dupthresh as usize);
@@ -814,6 +824,10 @@ impl Sender {
             return;
         };
         let r = c.on_feedback(now, fb, d, totals, in_recovery);
+        let congestion_lost = c.as_auto().map(|a| a.congestion_lost);
+        if let Some(packets) = congestion_lost {
+            self.on_congestion_losses_reported(now, packets);
+        }
         if r.grow > 0.0 {
             self.cc.set_cwnd(self.cc.cwnd() + r.grow);
         }
@@ -827,6 +841,27 @@ impl Sender {
             if let Some(k) = r.repairs {
                 enc.set_repairs(k);
             }
+        }
+    }
+
+    /// The receiver has counted `packets` congestion losses since the start, repaired or
+    /// not (`auto`). FEC hides a repaired loss from the sender, and a flow that repairs its
+    /// own congestion drops never yields to others (it took 12.6 times a CUBIC flow's
+    /// goodput in a half-BDP buffer). So the congestion controller sees at least as many
+    /// losses as the receiver counted as congestion: what the sender's own detection has
+    /// not declared yet is declared now. A loss that is both reported and detected counts
+    /// once, as the total is the larger of the two counts.
+    fn on_congestion_losses_reported(&mut self, now: Instant, packets: u64) {
+        let reported = packets.saturating_mul(self.mss as u64);
+        let counted = self.sb.rate.lost();
+        if reported <= counted {
+            return;
+        }
+        // BBR reads the loss from its rate samples and the ACK's newly lost bytes;
+        // window-only controllers reduce as for an ECN mark, once per window.
+        self.sb.rate.on_lost(reported - counted);
+        if !self.cc.models_path() {
+            self.reduce_once_per_window(now, None);
         }
     }
 
@@ -951,5 +986,89 @@ impl Sender {
         self.dupacks = 0;
         self.recover = Some(self.sb.nxt() - 1);
         self.arm_rto(now);
+    }
+}
+
+#[cfg(test)]
+mod congestion_report_tests {
+    use super::*;
+    use crate::wire::LossCounters;
+    use crate::Scheme;
+
+    /// A sender of `scheme` with a first flight out.
+    fn sender(scheme: &str) -> Sender {
+        let cfg = Config {
+            scheme: Scheme::parse(scheme).unwrap(),
+            initial_window: 10,
+            ..Config::default()
+        };
+        let mut s = Sender::new(&cfg);
+        s.write(Bytes::from(vec![0u8; 200_000]));
+        // A paced sender needs time between packets.
+        for ms in 0..100 {
+            while s.poll(Instant::from_nanos(ms * 1_000_000)).is_some() {}
+        }
+        assert!(s.nxt() >= 4, "the first flight went out");
+        s
+    }
+
+    /// An ACK of segment `ack` carrying receiver counters with `congestion_lost`.
+    fn ack(s: &mut Sender, ack: u64, received: u32, congestion_lost: u32) {
+        let at = Instant::from_nanos(100_000_000 + ack * 1_000_000);
+        s.on_ack(
+            at,
+            &AckInfo {
+                ack,
+                window: u32::MAX,
+                ts_ecr: 0,
+                sack: &[],
+                ece: false,
+                pure: true,
+                fec_feedback: Some(FecFeedback {
+                    received,
+                    loss: Some(LossCounters {
+                        congestion_lost,
+                        ..LossCounters::default()
+                    }),
+                    ..FecFeedback::default()
+                }),
+            },
+        );
+    }
+
+    #[test]
+    fn repaired_congestion_losses_reach_the_rate_samples() {
+        let mut s = sender("auto");
+        ack(&mut s, 1, 1, 0); // the baseline report
+        assert_eq!(s.sb.rate.lost(), 0);
+        ack(&mut s, 2, 2, 3);
+        assert_eq!(s.sb.rate.lost(), 3 * s.mss as u64);
+        // The same total again declares nothing more.
+        ack(&mut s, 3, 3, 3);
+        assert_eq!(s.sb.rate.lost(), 3 * s.mss as u64);
+    }
+
+    #[test]
+    fn losses_the_sender_declared_itself_are_not_counted_twice() {
+        let mut s = sender("auto");
+        ack(&mut s, 1, 1, 0);
+        s.sb.rate.on_lost(5 * s.mss as u64); // SACK had declared five
+        ack(&mut s, 2, 2, 4);
+        assert_eq!(s.sb.rate.lost(), 5 * s.mss as u64);
+        ack(&mut s, 3, 3, 7);
+        assert_eq!(s.sb.rate.lost(), 7 * s.mss as u64);
+    }
+
+    #[test]
+    fn a_window_controller_backs_off_once_for_repaired_congestion_losses() {
+        let mut s = sender("auto-cubic");
+        ack(&mut s, 1, 1, 0);
+        let before = s.cc.cwnd();
+        ack(&mut s, 2, 2, 2);
+        let after = s.cc.cwnd();
+        assert!(after < before, "{before} -> {after}");
+        // More in the same window: no second reduction.
+        ack(&mut s, 3, 3, 4);
+        assert!(s.cc.cwnd() >= after, "{after} -> {}", s.cc.cwnd());
     }
 }
