@@ -225,7 +225,10 @@ pub fn write_traces(dir: &Path, outcomes: &[Outcome]) -> Result<(), String> {
         .collect();
     let mut series = Vec::new();
     for (i, o) in outcomes.iter().enumerate() {
-        let mut s = String::from("time_s,flow,cwnd_segments,fec_group_size,delivery_rate_mbps\n");
+        let mut s = String::from(
+            "time_s,flow,cwnd_segments,fec_group_size,delivery_rate_mbps,\
+             auto_loss_rate,auto_mean_burst,auto_k,auto_m\n",
+        );
         for (flow, pts) in o.result.cwnd_series.iter().enumerate() {
             let at = |series: &Vec<Vec<(f64, f64)>>, k: usize| {
                 series.get(flow).and_then(|v| v.get(k)).map_or(0.0, |x| x.1)
@@ -233,7 +236,16 @@ pub fn write_traces(dir: &Path, outcomes: &[Outcome]) -> Result<(), String> {
             for (k, (t, w)) in pts.iter().enumerate() {
                 let g = at(&o.result.group_size_series, k);
                 let r = at(&o.result.delivery_rate_series, k);
-                let _ = writeln!(s, "{t:.3},{flow},{w:.3},{g},{r:.3}");
+                let [p, burst, code_k, code_m] = o
+                    .result
+                    .auto_series
+                    .get(flow)
+                    .and_then(|v| v.get(k))
+                    .map_or([0.0; 4], |x| x.1);
+                let _ = writeln!(
+                    s,
+                    "{t:.3},{flow},{w:.3},{g},{r:.3},{p:.6},{burst:.3},{code_k},{code_m}"
+                );
             }
         }
         std::fs::write(dir.join(format!("cwnd-{i}.csv")), s).map_err(|e| e.to_string())?;

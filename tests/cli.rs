@@ -386,3 +386,48 @@ fn bench_fuzz_runs_every_scheme_and_counts_no_lost_byte() {
     }
     assert!(text.lines().any(|l| l.starts_with("total")), "{text}");
 }
+
+#[test]
+fn the_trace_shows_auto_following_a_loss_change() {
+    let dir = std::env::temp_dir().join(format!("tcpfec-auto-trace-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = tcpfec(&[
+        "sim",
+        "-q",
+        "--scheme",
+        "auto",
+        "--delay",
+        "20ms",
+        "--bottleneck",
+        "20mbit",
+        "--buffer",
+        "70",
+        "--loss-schedule",
+        "0%/5%@10s",
+        "--duration",
+        "20s",
+        "--trace",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(dir.join("cwnd-0.csv")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (t, p, m) = (col("time_s"), col("auto_loss_rate"), col("auto_m"));
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+        .collect();
+    let at = |s: f64| rows.iter().find(|r| r[t] >= s).unwrap();
+    // Clean: no loss estimated, one probe repair per block.
+    assert_eq!((at(9.5)[p], at(9.5)[m]), (0.0, 1.0));
+    // Five seconds into 5 % loss the estimate and the repairs have followed.
+    let lossy = at(15.0);
+    assert!((0.03..0.07).contains(&lossy[p]), "{lossy:?}");
+    assert!(lossy[m] >= 2.0, "{lossy:?}");
+}

@@ -5,6 +5,8 @@
 //! `None`, and call [`Connection::handle_timeout`] at [`Connection::poll_timeout`].
 
 use crate::config::{Config, Scheme};
+use crate::fec::channel::ChannelEstimate;
+use crate::fec::sizing::CodeSize;
 use crate::fec::FecConfig;
 use crate::receiver::Receiver;
 use crate::sender::{AckInfo, Outgoing, Sender};
@@ -497,12 +499,7 @@ impl Connection {
     }
 
     /// The `auto` scheme's channel estimate and code in force (None for other schemes).
-    pub fn auto_state(
-        &self,
-    ) -> Option<(
-        crate::fec::channel::ChannelEstimate,
-        crate::fec::sizing::CodeSize,
-    )> {
+    pub fn auto_state(&self) -> Option<(ChannelEstimate, CodeSize)> {
         self.sender.auto_control().map(|a| (a.estimate(), a.code()))
     }
 

@@ -4,6 +4,8 @@
 
 use crate::config::{Config, Scheme};
 use crate::connection::{ConnError, Connection};
+use crate::fec::channel::ChannelEstimate;
+use crate::fec::sizing::CodeSize;
 use crate::fectcp::Fectcp;
 use crate::stats::Stats;
 use crate::time::Instant;
@@ -182,6 +184,14 @@ impl Endpoint {
         match self {
             Endpoint::Stream(c) => c.fec_group_size(),
             Endpoint::Blocks(_) => 0,
+        }
+    }
+
+    /// The `auto` scheme's channel estimate and code in force (None for other schemes).
+    pub fn auto_state(&self) -> Option<(ChannelEstimate, CodeSize)> {
+        match self {
+            Endpoint::Stream(c) => c.auto_state(),
+            Endpoint::Blocks(_) => None,
         }
     }
 

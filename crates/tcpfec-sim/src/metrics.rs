@@ -99,6 +99,11 @@ pub struct RunResult {
     /// Time series of each flow's FEC group size: (seconds, segments).
     #[serde(skip)]
     pub group_size_series: Vec<Vec<(f64, f64)>>,
+    /// Time series of each flow's `auto` controller: (seconds, [estimated loss rate,
+    /// estimated mean burst in packets, data packets K and repairs M per block]); zeros
+    /// for other schemes.
+    #[serde(skip)]
+    pub auto_series: Vec<Vec<(f64, [f64; 4])>>,
     /// Time series of each flow's application bytes delivered so far: (seconds, bytes).
     #[serde(skip)]
     pub delivered_series: Vec<Vec<(f64, f64)>>,

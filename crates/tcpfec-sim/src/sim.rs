@@ -84,6 +84,8 @@ struct FlowState {
     at_window_end: Option<Snapshot>,
     cwnd: Vec<(f64, f64)>,
     group_size: Vec<(f64, f64)>,
+    /// (seconds, `auto`'s loss rate, mean burst, K, M), sampled with the cwnd.
+    auto: Vec<(f64, [f64; 4])>,
     /// A background flow: bulk Reno, outside the run's metrics.
     background: bool,
     /// (seconds, application bytes read so far), sampled with the cwnd.
@@ -271,6 +273,10 @@ impl<'a> Simulator<'a> {
             let (w, g) = (conn.cwnd(), conn.fec_group_size() as f64);
             self.flows[f].cwnd.push((t, w));
             self.flows[f].group_size.push((t, g));
+            let auto = conn.auto_state().map_or([0.0; 4], |(e, c)| {
+                [e.loss_rate, e.mean_burst, c.k as f64, c.m as f64]
+            });
+            self.flows[f].auto.push((t, auto));
             let read = self.flows[f].read as f64;
             self.flows[f].delivered.push((t, read));
             let red = self.endpoints[2 * f].conn.fec_redundancy();
@@ -517,6 +523,7 @@ impl<'a> Simulator<'a> {
             out.cwnd_series.push(std::mem::take(&mut fs.cwnd));
             out.group_size_series
                 .push(std::mem::take(&mut fs.group_size));
+            out.auto_series.push(std::mem::take(&mut fs.auto));
         }
         let ratio = |x: u64| {
             if sent == 0 {
