@@ -230,18 +230,16 @@ pub fn write_traces(dir: &Path, outcomes: &[Outcome]) -> Result<(), String> {
              auto_loss_rate,auto_mean_burst,auto_k,auto_m\n",
         );
         for (flow, pts) in o.result.cwnd_series.iter().enumerate() {
-            let at = |series: &Vec<Vec<(f64, f64)>>, k: usize| {
-                series.get(flow).and_then(|v| v.get(k)).map_or(0.0, |x| x.1)
-            };
-            for (k, (t, w)) in pts.iter().enumerate() {
-                let g = at(&o.result.group_size_series, k);
-                let r = at(&o.result.delivery_rate_series, k);
-                let [p, burst, code_k, code_m] = o
-                    .result
-                    .auto_series
+            fn at<T: Copy + Default>(series: &[Vec<(f64, T)>], flow: usize, k: usize) -> T {
+                series
                     .get(flow)
                     .and_then(|v| v.get(k))
-                    .map_or([0.0; 4], |x| x.1);
+                    .map_or_else(T::default, |x| x.1)
+            }
+            for (k, (t, w)) in pts.iter().enumerate() {
+                let g = at(&o.result.group_size_series, flow, k);
+                let r = at(&o.result.delivery_rate_series, flow, k);
+                let [p, burst, code_k, code_m] = at(&o.result.auto_series, flow, k);
                 let _ = writeln!(
                     s,
                     "{t:.3},{flow},{w:.3},{g},{r:.3},{p:.6},{burst:.3},{code_k},{code_m}"
