@@ -31,6 +31,10 @@ pub struct Scheme {
     pub fec: Option<FecConfig>,
     /// FECTCP: block transfers by fountain code instead of a TCP byte stream.
     pub fountain: Option<FectcpParams>,
+    /// Probe a flight's tail two RTTs after its last packet instead of waiting for the
+    /// retransmission timer (RFC 8985 §7; `auto` only, so the seed schemes keep the
+    /// behaviour their reproductions were made with).
+    pub tail_loss_probe: bool,
 }
 
 /// The FEC scheme families: pattern, description (`tcpfec schemes` prints these).
@@ -108,6 +112,7 @@ impl Scheme {
                 cc,
                 fec: None,
                 fountain: None,
+                tail_loss_probe: false,
             });
         }
         if lower.starts_with("fec-") {
@@ -126,6 +131,7 @@ impl Scheme {
                 cc: CcKind::Reno,
                 fec: None,
                 fountain: Some(FectcpParams::default()),
+                tail_loss_probe: false,
             });
         }
         if matches!(lower.as_str(), "afec" | "afec-raw100" | "tfec") {
@@ -265,6 +271,7 @@ fn parse_fec(name: &str) -> Result<Scheme, String> {
             adaptive: None,
         }),
         fountain: None,
+        tail_loss_probe: false,
     })
 }
 
@@ -303,6 +310,7 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
             adaptive: None,
         }),
         fountain: None,
+        tail_loss_probe: false,
     })
 }
 
@@ -355,6 +363,7 @@ fn parse_auto(name: &str) -> Result<Scheme, String> {
             adaptive: Some(Adaptive::Auto(p)),
         }),
         fountain: None,
+        tail_loss_probe: true,
     })
 }
 
@@ -390,6 +399,7 @@ fn teshima(name: &str) -> Scheme {
             adaptive: Some(adaptive),
         }),
         fountain: None,
+        tail_loss_probe: false,
     }
 }
 
@@ -426,6 +436,7 @@ fn parse_ferlin(name: &str) -> Result<Scheme, String> {
             adaptive,
         }),
         fountain: None,
+        tail_loss_probe: false,
     })
 }
 

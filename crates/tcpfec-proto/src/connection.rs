@@ -70,6 +70,19 @@ pub struct Connection {
     peer_fec: Option<Option<FecConfig>>,
 }
 
+/// What a handshake outside the engine learnt about the peer, in place of its SYN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerOpening {
+    /// The largest payload the peer accepts.
+    pub mss: Option<u16>,
+    /// The peer's receive window in bytes.
+    pub window: u32,
+    /// The peer's engine uses SACK (its SYN would carry SACK-permitted).
+    pub sack: bool,
+    /// A round-trip time measured by that handshake, if any (seeds the RTO).
+    pub rtt: Option<core::time::Duration>,
+}
+
 impl Connection {
     fn new(cfg: Config, state: State) -> Self {
         Connection {
@@ -101,6 +114,19 @@ impl Connection {
     /// A server waiting for the peer's SYN.
     pub fn server(cfg: Config) -> Self {
         Self::new(cfg, State::Listen)
+    }
+
+    /// A connection opened by a handshake outside the engine (the UDP driver's
+    /// authenticated exchange), which settled what the SYNs would have: it starts
+    /// established, and data may flow at once. Either side may call it.
+    pub fn established(cfg: Config, peer_scheme: &Scheme, peer: &PeerOpening) -> Self {
+        let mut c = Self::new(cfg, State::Established);
+        c.peer_fec = Some(peer_scheme.fec);
+        c.open_with(peer.mss, peer.window, peer.sack);
+        if let Some(rtt) = peer.rtt {
+            c.sender.rtt.on_sample(rtt);
+        }
+        c
     }
 
     /// Sets the connection id written into every outgoing packet (chosen by the peer).
@@ -286,8 +312,13 @@ impl Connection {
     }
 
     fn negotiate(&mut self, p: &Packet) {
-        let sack = self.cfg.scheme.uses_sack() && p.flags.contains(Flags::SACK_PERMITTED);
-        self.sender.configure(p.mss, p.window, sack);
+        self.open_with(p.mss, p.window, p.flags.contains(Flags::SACK_PERMITTED));
+    }
+
+    /// Applies what the peer's opening announced: its MSS, window and SACK support.
+    fn open_with(&mut self, peer_mss: Option<u16>, peer_window: u32, peer_sack: bool) {
+        let sack = self.cfg.scheme.uses_sack() && peer_sack;
+        self.sender.configure(peer_mss, peer_window, sack);
         if sack {
             self.receiver.enable_sack(self.cfg.max_sack_blocks);
         }
@@ -537,6 +568,7 @@ impl Connection {
             acks_sent: self.acks_sent,
             fast_recoveries: s.fast_recoveries,
             timeouts: s.timeouts,
+            tail_loss_probes: s.tail_loss_probes(),
             ecn_reductions: s.ecn_reductions,
             dup_acks_received: s.dup_acks_received,
             segments_received: r.segments_received,

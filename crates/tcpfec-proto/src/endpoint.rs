@@ -3,7 +3,7 @@
 //! never need to know which.
 
 use crate::config::{Config, Scheme};
-use crate::connection::{ConnError, Connection};
+use crate::connection::{ConnError, Connection, PeerOpening};
 use crate::fec::channel::ChannelEstimate;
 use crate::fec::sizing::CodeSize;
 use crate::fectcp::Fectcp;
@@ -46,6 +46,17 @@ impl Endpoint {
             Endpoint::Blocks(Box::new(Fectcp::new(cfg)))
         } else {
             Endpoint::Stream(Box::new(Connection::server(cfg)))
+        }
+    }
+
+    /// An end opened by a handshake outside the engine ([`Connection::established`]):
+    /// established at once. FECTCP has no connection handshake of its own (each block
+    /// transfer opens with its own BSYN), so it is the same as `client`/`server` there.
+    pub fn established(cfg: Config, peer_scheme: &Scheme, peer: &PeerOpening) -> Self {
+        if cfg.scheme.fountain.is_some() {
+            Endpoint::Blocks(Box::new(Fectcp::new(cfg)))
+        } else {
+            Endpoint::Stream(Box::new(Connection::established(cfg, peer_scheme, peer)))
         }
     }
 

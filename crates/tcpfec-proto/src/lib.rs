@@ -19,10 +19,11 @@ mod scoreboard;
 mod sender;
 pub mod stats;
 pub mod time;
+mod tlp;
 pub mod wire;
 
 pub use config::{Config, Recovery, Scheme, BASELINE_SCHEMES, FEC_SCHEMES};
-pub use connection::{ConnError, Connection, State};
+pub use connection::{ConnError, Connection, PeerOpening, State};
 pub use endpoint::Endpoint;
 pub use fectcp::{Fectcp, FectcpParams};
 pub use stats::Stats;

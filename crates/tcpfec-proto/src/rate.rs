@@ -25,6 +25,9 @@ pub struct TxState {
     pub first_sent_time: Instant,
     /// When this packet was sent.
     pub sent_time: Instant,
+    /// Its place in the connection's send order (0, 1, 2, …): packets sent at the same
+    /// instant are still ordered, which RACK's "sent after" needs.
+    pub order: u64,
     /// The application was not keeping the window full when it was sent.
     pub app_limited: bool,
     /// Bytes in flight when it was sent (itself excluded).
@@ -78,8 +81,10 @@ pub struct DeliveryRate {
     newest: Option<Newest>,
     newly_acked: u64,
     lost: u64,
-    /// Send time of the most recently sent packet delivered so far (RACK's clock).
-    newest_delivered_sent: Option<Instant>,
+    /// Packets sent so far (the next `TxState::order`).
+    sent: u64,
+    /// Send order of the most recently sent packet delivered so far (RACK's clock).
+    newest_delivered: Option<u64>,
 }
 
 impl DeliveryRate {
@@ -98,9 +103,14 @@ impl DeliveryRate {
         self.app_limited_until != 0
     }
 
-    /// Send time of the most recently sent packet delivered so far.
-    pub fn newest_delivered_send_time(&self) -> Option<Instant> {
-        self.newest_delivered_sent
+    /// Send order (`TxState::order`) of the most recently sent packet delivered so far.
+    pub fn newest_delivered(&self) -> Option<u64> {
+        self.newest_delivered
+    }
+
+    /// The send order of the packet sent last, if any.
+    pub fn last_sent(&self) -> Option<u64> {
+        self.sent.checked_sub(1)
     }
 
     /// Bytes declared lost so far.
@@ -121,7 +131,9 @@ impl DeliveryRate {
             self.first_sent_time = now;
             self.delivered_time = now;
         }
+        self.sent += 1;
         TxState {
+            order: self.sent - 1,
             delivered: self.delivered,
             delivered_time: self.delivered_time,
             first_sent_time: self.first_sent_time,
@@ -145,8 +157,8 @@ impl DeliveryRate {
         self.delivered += bytes;
         self.delivered_time = now;
         self.newly_acked += bytes;
-        if self.newest_delivered_sent.is_none_or(|t| tx.sent_time > t) {
-            self.newest_delivered_sent = Some(tx.sent_time);
+        if self.newest_delivered.is_none_or(|o| tx.order > o) {
+            self.newest_delivered = Some(tx.order);
         }
         let newer = self
             .newest
@@ -168,9 +180,9 @@ impl DeliveryRate {
     /// cannot tell which arrived: the repair gives no RTT (send it with `retransmission`
     /// set) and does not move RACK's clock.
     pub fn on_repair_delivered(&mut self, now: Instant, tx: &TxState, seq: u64, bytes: u64) {
-        let rack = self.newest_delivered_sent;
+        let rack = self.newest_delivered;
         self.on_delivered(now, tx, seq, bytes);
-        self.newest_delivered_sent = rack;
+        self.newest_delivered = rack;
     }
 
     /// Ends the processing of one ACK: the sample it gives, if any. `min_rtt` is the
@@ -350,7 +362,7 @@ mod tests {
         // Delivered since the repair left (nothing then): both packets.
         assert_eq!((s.delivered, s.newly_acked, s.rtt), (2000, 1000, None));
         assert_eq!(r.delivered(), 2000);
-        assert_eq!(r.newest_delivered_send_time(), Some(ms(0)));
+        assert_eq!(r.newest_delivered(), Some(a.order));
     }
 
     /// A packet acknowledged out of order (SACK) before an older one: the newest packet

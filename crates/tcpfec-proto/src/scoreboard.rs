@@ -332,11 +332,11 @@ impl Scoreboard {
         None
     }
 
-    /// When segment `seg` was last transmitted, if it is outstanding and its
-    /// retransmission is still believed in flight.
-    pub fn retransmission_in_flight(&self, seg: u64) -> Option<Instant> {
+    /// The send order (`TxState::order`) of segment `seg`'s last transmission, if it is
+    /// outstanding and its retransmission is still believed in flight.
+    pub fn retransmission_in_flight(&self, seg: u64) -> Option<u64> {
         let s = self.get(seg)?;
-        (s.lost && s.retransmitted && !s.sacked).then_some(s.tx.sent_time)
+        (s.lost && s.retransmitted && !s.sacked).then_some(s.tx.order)
     }
 
     /// The retransmission of `seg` is lost too: it waits to be sent again.
@@ -352,9 +352,30 @@ impl Scoreboard {
         }
     }
 
-    /// Send time of the most recently sent segment delivered so far.
-    pub fn newest_delivered_send_time(&self) -> Option<Instant> {
-        self.rate.newest_delivered_send_time()
+    /// The highest outstanding segment not SACKed (a tail loss probe resends it).
+    pub fn newest_unsacked(&self) -> Option<u64> {
+        let i = self.segs.iter().rposition(|s| !s.sacked)?;
+        Some(self.una + i as u64)
+    }
+
+    /// Marks lost every outstanding segment last sent before send order `order` that is
+    /// neither SACKed nor already lost (a packet sent at `order` or later has been
+    /// delivered). Returns how many were marked.
+    pub fn mark_lost_sent_before(&mut self, order: u64) -> usize {
+        let mut newly = 0;
+        for i in 0..self.segs.len() {
+            let s = &self.segs[i];
+            if !s.sacked && !s.lost && s.tx.order < order {
+                self.set_lost(i);
+                newly += 1;
+            }
+        }
+        newly
+    }
+
+    /// Send order of the most recently sent segment delivered so far.
+    pub fn newest_delivered(&self) -> Option<u64> {
+        self.rate.newest_delivered()
     }
 
     /// Records that lost segment `seg` was retransmitted at `now` with `in_flight` bytes

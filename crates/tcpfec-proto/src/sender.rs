@@ -7,6 +7,7 @@ use crate::fec::{Controller, Encoder, FecConfig, FeedbackDelta, RepairOut, Sende
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
 use crate::time::Instant;
+use crate::tlp::TailLossProbe;
 use crate::wire::{FecFeedback, FecGroup, SackBlock};
 use bytes::Bytes;
 use core::time::Duration;
@@ -118,6 +119,12 @@ pub(crate) struct Sender {
     rtt_this_ack: Option<Duration>,
     /// Model-based controllers: retransmissions in send order, to find the lost ones.
     retransmitted_order: VecDeque<u64>,
+    /// The tail loss probe, for schemes that use one (`Scheme::tail_loss_probe`).
+    tlp: Option<TailLossProbe>,
+    /// The probe timer fired: the next poll sends the probe, past the window.
+    tlp_pending: bool,
+    /// The receiver's delayed-ACK timeout, if it delays ACKs (the probe waits it out).
+    peer_delack: Option<Duration>,
     pub repairs_sent: u64,
     pub data_packets_sent: u64,
     pub retransmissions: u64,
@@ -213,6 +220,9 @@ impl Sender {
             event_driven,
             rtt_this_ack: None,
             retransmitted_order: VecDeque::new(),
+            tlp: cfg.scheme.tail_loss_probe.then(TailLossProbe::default),
+            tlp_pending: false,
+            peer_delack: cfg.delayed_ack.then_some(cfg.delayed_ack_timeout),
             repairs_sent: 0,
             data_packets_sent: 0,
             retransmissions: 0,
@@ -313,6 +323,7 @@ impl Sender {
     pub fn timeout(&self) -> Option<Instant> {
         [
             self.rto_deadline,
+            self.tlp.as_ref().and_then(|t| t.deadline()),
             self.flush_deadline,
             self.idle_flush_deadline,
             self.control.as_ref().and_then(|c| c.deadline()),
@@ -342,6 +353,8 @@ impl Sender {
         }
         if self.rto_deadline.is_some_and(|d| d <= now) {
             self.on_timeout(now);
+        } else if self.tlp.as_mut().is_some_and(|t| t.take_due(now)) {
+            self.on_probe_timeout();
         }
         let (cwnd, rtt) = (self.cc.cwnd(), self.smoothed_rtt());
         if let Some(c) = self.control.as_mut() {
@@ -361,6 +374,11 @@ impl Sender {
         Some(n)
     }
 
+    /// Tail loss probes sent.
+    pub fn tail_loss_probes(&self) -> u64 {
+        self.tlp.as_ref().map_or(0, |t| t.probes)
+    }
+
     /// The `auto` controller, if this scheme has one.
     pub fn auto_control(&self) -> Option<&crate::fec::auto::AutoControl> {
         self.control.as_ref().and_then(|c| c.as_auto())
@@ -375,6 +393,60 @@ impl Sender {
         self.rto_deadline = Some(now + self.rtt.rto());
     }
 
+    /// Re-arms the tail loss probe after new data left or an ACK arrived.
+    fn arm_probe(&mut self, now: Instant) {
+        if let Some(t) = self.tlp.as_mut() {
+            let outstanding = self.sb.outstanding();
+            let (srtt, delack, rto) = (self.rtt.srtt(), self.peer_delack, self.rto_deadline);
+            t.arm(now, srtt, outstanding, delack, rto);
+        }
+    }
+
+    /// The probe timer fired: the next poll sends new data if the peer's window takes it,
+    /// else the newest outstanding segment again (RFC 8985 §7.3).
+    fn on_probe_timeout(&mut self) {
+        if self.sb.outstanding() > 0 {
+            self.tlp_pending = true;
+        }
+    }
+
+    /// The probe chosen when the probe timer fired, or `None` if nothing needs one.
+    fn poll_probe(&mut self, now: Instant) -> Option<Outgoing> {
+        self.tlp_pending = false;
+        if self.sb.outstanding() == 0 {
+            return None;
+        }
+        let next_len = self.unsent.front().map_or(0, |b| b.len().min(self.mss));
+        let out = if self.has_new_data() && self.window_allows(next_len) {
+            self.force_probe = true; // past cwnd, as a persist probe passes the peer's window
+            self.poll_window(now)?
+        } else {
+            let newest = self.sb.newest_unsacked()?;
+            let seg = self.retransmit(now, newest);
+            // The newest segment's first copy may still arrive: not a loss.
+            self.retransmitted_order.retain(|&s| s != newest);
+            Outgoing::Segment(seg)
+        };
+        if let (Some(t), Some(order)) = (self.tlp.as_mut(), self.sb.rate.last_sent()) {
+            t.on_probe_sent(order);
+        }
+        self.arm_rto(now);
+        Some(out)
+    }
+
+    /// The probe's ACK arrived: every segment sent before the probe and neither
+    /// acknowledged nor already known lost is lost (RACK's rule, RFC 8985 §6.2, applied
+    /// to the probe). Repairs of those segments' groups left before the probe, so FEC has
+    /// had its chance.
+    fn conclude_probe(&mut self) {
+        let newest = self.sb.newest_delivered();
+        if let Some(sent) = self.tlp.as_mut().and_then(|t| t.probe_delivered(newest)) {
+            if self.sb.mark_lost_sent_before(sent) > 0 {
+                self.force_retransmit = true;
+            }
+        }
+    }
+
     fn has_new_data(&self) -> bool {
         self.unsent_bytes > 0 || (self.fin_requested && !self.fin_sent)
     }
@@ -386,6 +458,11 @@ impl Sender {
     /// The next packet to transmit, if the window, the data and (for a paced controller)
     /// the pacing rate allow one.
     pub fn poll(&mut self, now: Instant) -> Option<Outgoing> {
+        if self.tlp_pending {
+            if let Some(probe) = self.poll_probe(now) {
+                return Some(probe);
+            }
+        }
         let rate = if self.event_driven {
             self.cc.pacing_rate()
         } else {
@@ -493,6 +570,7 @@ impl Sender {
         if self.rto_deadline.is_none() {
             self.arm_rto(now);
         }
+        self.arm_probe(now);
         let cwr = std::mem::take(&mut self.cwr_pending);
         let cwnd = self.cc.cwnd();
         let fec = match self.fec.as_mut() {
@@ -632,6 +710,7 @@ impl Sender {
         if self.sack {
             self.sb.apply_sack(now, a.sack);
             self.sb.mark_lost_by_sack(self.dupthresh as usize);
+            self.conclude_probe();
         }
         let una = self.sb.una();
         if a.ack > una {
@@ -649,6 +728,11 @@ impl Sender {
             self.detect_lost_retransmissions(now);
         }
         self.repairs_leave(now);
+        if self.sb.outstanding() > 0 {
+            self.arm_probe(now);
+        } else if let Some(t) = self.tlp.as_mut() {
+            t.reset();
+        }
         let sample = self.sb.rate.take_sample(now, self.rtt.min_rtt());
         if sample.is_some() {
             self.last_rate = sample;
@@ -895,14 +979,14 @@ impl Sender {
     /// sender cannot tell (the receiver does not acknowledge repairs); counting it
     /// delivered is the same view as counting a segment FEC rebuilt.
     fn repairs_leave(&mut self, now: Instant) {
-        let Some(newest) = self.sb.newest_delivered_send_time() else {
+        let Some(newest) = self.sb.newest_delivered() else {
             return;
         };
         // In send order, and the send-time clock only advances: the repairs that left are
         // the first `repairs_left`, and the first one sent after the newest delivered
         // segment ends the scan.
         for r in self.repairs_in_flight.iter_mut().skip(self.repairs_left) {
-            if r.tx.sent_time >= newest {
+            if r.tx.order >= newest {
                 break;
             }
             debug_assert!(!r.left);
@@ -918,7 +1002,7 @@ impl Sender {
     /// time-based rule of RACK, RFC 8985, for retransmissions). Without it, a lost retransmission waits for the RTO, and a paced
     /// controller with a large window on a lossy path would meet one every few rounds.
     fn detect_lost_retransmissions(&mut self, now: Instant) {
-        let Some(newest) = self.sb.newest_delivered_send_time() else {
+        let Some(newest) = self.sb.newest_delivered() else {
             return;
         };
         while let Some(&seg) = self.retransmitted_order.front() {
@@ -974,6 +1058,9 @@ impl Sender {
             return;
         }
         self.timeouts += 1;
+        if let Some(t) = self.tlp.as_mut() {
+            t.reset();
+        }
         self.on_unrepaired_loss(now);
         let flight = self.flight_for_reduction();
         self.cc.on_timeout(now, flight);

@@ -20,6 +20,8 @@ pub struct Stats {
     pub fast_recoveries: u64,
     /// Retransmission timeouts that fired with data outstanding.
     pub timeouts: u64,
+    /// Tail loss probes sent (schemes with `tail_loss_probe`).
+    pub tail_loss_probes: u64,
     /// Window reductions caused by ECN-Echo.
     pub ecn_reductions: u64,
     /// Duplicate ACKs received.

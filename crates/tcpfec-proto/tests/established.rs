@@ -1,0 +1,66 @@
+//! Connections opened by a handshake outside the engine (the UDP driver's): they start
+//! established, the first packet on the wire carries data, and the byte stream and its
+//! end arrive intact both ways.
+
+mod common;
+
+use bytes::Bytes;
+use common::Pair;
+use core::time::Duration;
+use tcpfec_proto::{Config, Connection, Flags, PeerOpening, Scheme, State};
+
+fn established(scheme: &str) -> Pair {
+    let cfg = Config {
+        scheme: Scheme::parse(scheme).unwrap(),
+        initial_window: 10,
+        ..Config::default()
+    };
+    let opening = PeerOpening {
+        mss: Some(cfg.mss),
+        window: cfg.recv_window,
+        sack: cfg.scheme.uses_sack(),
+        rtt: Some(Duration::from_millis(20)),
+    };
+    let mut p = Pair::new(cfg.clone());
+    p.client = Connection::established(cfg.clone(), &cfg.scheme, &opening);
+    p.server = Connection::established(cfg.clone(), &cfg.scheme, &opening);
+    p
+}
+
+#[test]
+fn data_flows_without_a_syn_exchange() {
+    for scheme in ["sack", "auto", "anker-16-3-cubic"] {
+        let mut p = established(scheme);
+        assert_eq!(p.client.state(), State::Established);
+        let up: Vec<u8> = (0..200_000u32).map(|i| (i * 13) as u8).collect();
+        let down = b"verdict".to_vec();
+        p.client.write(Bytes::from(up.clone()));
+        p.client.finish();
+        let first = p.client.poll_packet(tcpfec_proto::Instant(0)).unwrap();
+        assert!(!first.flags.contains(Flags::SYN), "{scheme}: a SYN went out");
+        assert!(!first.payload.is_empty(), "{scheme}: the first packet carries no data");
+        p.server.handle_packet(tcpfec_proto::Instant(10_000_000), first);
+        let (mut got_up, mut got_down) = (Vec::new(), Vec::new());
+        let mut answered = false;
+        for _ in 0..100_000 {
+            p.send(10_000_000, |now, _| Some(now + 10_000_000));
+            while let Some(b) = p.server.read_chunk() {
+                got_up.extend_from_slice(&b);
+            }
+            while let Some(b) = p.client.read_chunk() {
+                got_down.extend_from_slice(&b);
+            }
+            if p.server.peer_finished() && !answered {
+                p.server.write(Bytes::from(down.clone()));
+                p.server.finish();
+                answered = true;
+            }
+            if !p.step() {
+                break;
+            }
+        }
+        assert_eq!(got_up, up, "{scheme}");
+        assert_eq!(got_down, down, "{scheme}");
+        assert!(p.client.peer_finished(), "{scheme}");
+    }
+}

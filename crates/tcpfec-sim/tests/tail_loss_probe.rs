@@ -1,0 +1,77 @@
+//! Tail loss probe: a short transfer whose last packets are lost finishes without waiting
+//! for the retransmission timer.
+//!
+//! 100 KB over 10 Mb/s and a 20 ms RTT with a 17-packet buffer: `auto`'s startup
+//! overflows the buffer at the transfer's tail, losing a data packet and its block's
+//! repair. The receiver, waiting for the repair, holds back its duplicate ACKs and nothing
+//! else is left to send, so without a probe the sender waits for its 200 ms minimum RTO.
+
+use core::time::Duration;
+use tcpfec_proto::Scheme;
+use tcpfec_sim::{run, App, LossSpec, RunResult, Scenario};
+
+fn tail_loss(probe: bool, loss: f64, seed: u64) -> RunResult {
+    let mut scheme = Scheme::parse("auto").unwrap();
+    scheme.tail_loss_probe = probe;
+    run(&Scenario {
+        scheme,
+        bottleneck_bps: 10_000_000,
+        access_bps: 10_000_000,
+        delay: Duration::from_millis(8),
+        access_delay: (Duration::from_millis(1), Duration::from_millis(1)),
+        buffer: 17,
+        initial_window: 10,
+        loss: LossSpec::bernoulli(loss),
+        app: App::Transfer { bytes: 100_000 },
+        duration: Duration::from_secs(120),
+        window: (Duration::ZERO, Duration::from_secs(120)),
+        verify_data: true,
+        seed,
+        ..Scenario::default()
+    })
+}
+
+#[test]
+fn a_lost_tail_is_probed_instead_of_timing_out() {
+    let without = tail_loss(false, 0.0, 1);
+    let with = tail_loss(true, 0.0, 1);
+    for r in [&without, &with] {
+        assert_eq!((r.incomplete_flows, r.corrupt_bytes), (0, 0));
+    }
+    assert!(
+        without.timeouts >= 1,
+        "the scenario loses its tail: {without:?}"
+    );
+    assert_eq!(with.timeouts, 0);
+    let (t_without, t_with) = (
+        without.completion_time_s.unwrap(),
+        with.completion_time_s.unwrap(),
+    );
+    // The probe leaves two smoothed RTTs (about 80 ms with the queue) after the last
+    // ACK instead of the 200 ms minimum RTO after it.
+    assert!(
+        t_with + 0.1 < t_without,
+        "with a probe {t_with:.3} s, without {t_without:.3} s"
+    );
+}
+
+#[test]
+fn probes_end_tail_losses_under_random_loss_too() {
+    // Over 2..10 % random loss and a few seeds, losses at the tail (in recovery or not)
+    // no longer wait for the RTO.
+    let (mut rto_with, mut rto_without) = (0, 0);
+    for loss in [0.02, 0.05, 0.1] {
+        for seed in 1..=4 {
+            let with = tail_loss(true, loss, seed);
+            let without = tail_loss(false, loss, seed);
+            assert_eq!((with.incomplete_flows, with.corrupt_bytes), (0, 0));
+            rto_with += with.timeouts;
+            rto_without += without.timeouts;
+        }
+    }
+    assert!(rto_without >= 3, "the scenario has tail losses to probe");
+    assert!(
+        rto_with * 3 <= rto_without,
+        "timeouts with probes {rto_with}, without {rto_without}"
+    );
+}
