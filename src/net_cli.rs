@@ -15,7 +15,9 @@ use tcpfec_net::relay::{LinkSpec, Relay, RelayConfig};
 use tcpfec_net::stream::Watch;
 use tcpfec_net::transfer::{self, FileEvent, FileOutcome};
 use tcpfec_net::tunnel::{self, TunnelStats};
-use tcpfec_net::{Endpoint, EndpointConfig, EndpointStats, Psk, Stream, DEFAULT_SCHEME};
+use tcpfec_net::{
+    Endpoint, EndpointConfig, EndpointStats, Psk, RetryPolicy, Stream, DEFAULT_SCHEME,
+};
 use tcpfec_proto::{Scheme, Stats};
 use tcpfec_sim::{units, LossSpec};
 
@@ -68,6 +70,33 @@ pub struct Report {
     idle_timeout: f64,
 }
 
+/// Address validation by a listening side.
+#[derive(Args, Clone)]
+pub struct Validation {
+    /// When a new client must first prove its address with a cookie round trip (Retry):
+    /// `when-busy` only while 64 clients have not yet proven theirs (a flood of spoofed
+    /// packets), so the first byte of data arrives 1.5 round trips after the client
+    /// starts; `always` for every client, one round trip more.
+    #[arg(long, value_enum, default_value = "when-busy")]
+    retry: RetryMode,
+}
+
+/// `--retry` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RetryMode {
+    WhenBusy,
+    Always,
+}
+
+impl Validation {
+    fn apply(&self, cfg: &mut EndpointConfig) {
+        cfg.retry = match self.retry {
+            RetryMode::WhenBusy => RetryPolicy::WhenBusy,
+            RetryMode::Always => RetryPolicy::Always,
+        };
+    }
+}
+
 /// `tcpfec keygen`.
 #[derive(Args)]
 pub struct KeygenArgs {
@@ -113,6 +142,8 @@ pub struct RecvArgs {
     once: bool,
     #[command(flatten)]
     security: Security,
+    #[command(flatten)]
+    validation: Validation,
     /// Scheme for the answers this side sends (tiny; the sender chooses its own).
     #[arg(long, default_value = "sack")]
     scheme: String,
@@ -136,6 +167,8 @@ pub enum TunnelSide {
         udp: bool,
         #[command(flatten)]
         security: Security,
+        #[command(flatten)]
+        validation: Validation,
         /// Scheme for the server → client direction (see `tcpfec send --help`).
         #[arg(long, default_value = DEFAULT_SCHEME)]
         scheme: String,
@@ -276,6 +309,7 @@ pub fn endpoint_json(e: &EndpointStats) -> Value {
         "bytes_out": e.bytes_out,
         "dropped": e.dropped(),
         "retries_sent": e.retries_sent,
+        "unvalidated_expired": e.unvalidated_expired,
         "rejects_sent": e.rejects_sent,
         "handshakes_accepted": e.handshakes_accepted,
         "keepalives_sent": e.keepalives_sent,
@@ -626,7 +660,8 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
         return Err(format!("--out {}: not a directory", a.out.display()));
     }
     let key = a.security.key()?;
-    let cfg = endpoint_config(key, scheme("--scheme", &a.scheme, true)?, &a.report)?;
+    let mut cfg = endpoint_config(key, scheme("--scheme", &a.scheme, true)?, &a.report)?;
+    a.validation.apply(&mut cfg);
     let json = a.report.json;
     runtime()?.block_on(async move {
         let mut signals = StopSignals::new()?;
@@ -685,11 +720,13 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 to,
                 udp: _,
                 security,
+                validation,
                 scheme: sch,
                 report,
             } => {
-                let cfg =
+                let mut cfg =
                     endpoint_config(security.key()?, scheme("--scheme", &sch, false)?, &report)?;
+                validation.apply(&mut cfg);
                 let listen = resolve("--listen", &listen).await?;
                 resolve("--to", &to).await?;
                 let ep = Arc::new(

@@ -113,6 +113,38 @@ fn send_and_receive_a_file_then_refuse_to_overwrite_it() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The bytes follow the header without waiting for the receiver's go-ahead; a refusal
+/// arrives while they flow and stops them: the sender says why, little of the file was
+/// sent, and the receiver's file is untouched.
+#[test]
+fn a_refused_file_stops_while_its_bytes_flow() {
+    let dir = scratch("refuse");
+    let key = dir.join("key");
+    keygen(&key);
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    const LEN: usize = 48 << 20;
+    let file = dir.join("big.bin");
+    let bytes: Vec<u8> = (0..LEN as u32).map(|i| (i ^ (i >> 11)) as u8).collect();
+    std::fs::write(&file, &bytes).unwrap();
+    std::fs::write(out.join("big.bin"), b"theirs").unwrap();
+    let (recv, addr) = start_recv(&key, &out, &[]);
+    let o = send(&file, &addr, &key).arg("--json").output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("exists"), "{v}");
+    // At most the send buffer (4 MiB) and a window's worth went out, not the file.
+    let sent = v["stats"]["payload_bytes_sent"].as_u64().unwrap();
+    assert!(
+        sent < 8 << 20,
+        "{sent} bytes of a refused {LEN}-byte file were sent"
+    );
+    let _ = recv.wait_with_output();
+    assert_eq!(std::fs::read(out.join("big.bin")).unwrap(), b"theirs");
+    assert_eq!(listing(&out), ["big.bin"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn wrong_key_and_missing_key_fail_fast_and_clearly() {
     let dir = scratch("key");

@@ -2,12 +2,12 @@
 //! engine with its packet protection, replay window, pacer and liveness timers.
 
 use crate::control::{self, Control};
-use crate::crypto::{self, Sealer};
+use crate::crypto::Sealer;
 use crate::endpoint::Shared;
 use crate::envelope::{self, DATA_HEADER};
 use crate::error::NetError;
 use crate::pacer::Pacer;
-use crate::params::{ClientParams, ServerParams};
+use crate::params::ServerParams;
 use crate::replay::ReplayWindow;
 use crate::stats::EndpointStats;
 use snow::HandshakeState;
@@ -31,6 +31,10 @@ pub(crate) enum Phase {
     Hello {
         /// The Initial to (re)send.
         initial: Vec<u8>,
+        /// Its payload (Noise message 1 or plain parameters), to resend with a token.
+        payload: Vec<u8>,
+        /// When the latest Initial left (with `tries == 1`, the answer is an RTT sample).
+        sent: Instant,
         /// Initials sent with the current token.
         tries: u32,
         /// When to resend.
@@ -80,6 +84,36 @@ pub(crate) struct Conn {
     pub(crate) close: Option<Control>,
     /// A new peer address being validated.
     path_probe: Option<PathProbe>,
+    /// Server: the client's address is not proven yet (no token, no authentic packet).
+    pub(crate) unvalidated: Option<Unvalidated>,
+    /// Server: an authentic packet has just proven the address (the endpoint hands out
+    /// the stream and takes the connection off its unvalidated count).
+    pub(crate) validated_now: bool,
+    /// Client: send an authentic packet at once, even with no data, so the server can
+    /// validate our address and hand out its stream.
+    announce: bool,
+}
+
+/// A server connection opened without a token, until the client proves it receives at
+/// its address (RFC 9000 §8.1): only the handshake answer goes there, and never more than
+/// three times the bytes received from it.
+pub(crate) struct Unvalidated {
+    /// Bytes received from the address (its Initials).
+    pub(crate) received: u64,
+    /// Bytes sent to it.
+    pub(crate) sent: u64,
+    /// When the connection is dropped if the address is still unproven.
+    pub(crate) deadline: Instant,
+}
+
+/// The anti-amplification factor before an address is validated (RFC 9000 §8.1).
+pub(crate) const AMPLIFICATION_LIMIT: u64 = 3;
+
+impl Unvalidated {
+    /// True if `len` more bytes may go to the address.
+    pub(crate) fn may_send(&self, len: usize) -> bool {
+        self.sent + len as u64 <= AMPLIFICATION_LIMIT * self.received
+    }
 }
 
 /// A challenge sent to a candidate peer address.
@@ -120,6 +154,9 @@ impl Conn {
             packets_out: 0,
             close: None,
             path_probe: None,
+            unvalidated: None,
+            validated_now: false,
+            announce: false,
         }
     }
 
@@ -146,10 +183,10 @@ impl Conn {
     pub(crate) fn on_retry(&mut self, shared: &Shared, now: Instant, own_id: u32, token: &[u8]) {
         let Phase::Hello {
             initial,
+            payload,
             tries,
             next,
             cookie_seen,
-            hs,
             ..
         } = &mut self.phase
         else {
@@ -159,32 +196,22 @@ impl Conn {
             return;
         }
         *cookie_seen = true;
-        let params = ClientParams {
-            send: shared.cfg.scheme.clone(),
-            want: shared.cfg.peer_scheme.clone(),
-        }
-        .encode();
-        let payload = match &shared.cfg.key {
-            Some(psk) => {
-                let mut h = crypto::initiator(psk);
-                let mut m = vec![0u8; 1024];
-                let n = h.write_message(&params, &mut m).expect("message 1 fits");
-                m.truncate(n);
-                *hs = Some(Box::new(h));
-                m
-            }
-            None => params,
-        };
-        *initial = envelope::initial(shared.cfg.key.is_some(), own_id, token, &payload);
+        // The same message 1 again, now with the token: the Noise state stays as it is.
+        *initial = envelope::initial(shared.cfg.key.is_some(), own_id, token, payload);
         *tries = 0;
         *next = now;
     }
 
     /// Client: the server's handshake answer. Returns false if it did not authenticate.
     pub(crate) fn on_handshake(&mut self, shared: &Shared, now: Instant, payload: &[u8]) -> bool {
-        let Phase::Hello { hs, .. } = &mut self.phase else {
+        let Phase::Hello {
+            hs, tries, sent, ..
+        } = &mut self.phase
+        else {
             return true; // a repeated answer after we opened: harmless
         };
+        // Karn's rule: only an answer to the one Initial sent is an RTT sample.
+        let rtt = (*tries == 1).then(|| now.saturating_since(*sent));
         let mut plain = [0u8; 1024];
         let (params, sealer) = match hs.take() {
             Some(mut h) => match h.read_message(payload, &mut plain) {
@@ -205,11 +232,12 @@ impl Conn {
             return true;
         };
         let scheme = crate::params::engine_scheme(&shared.cfg.scheme, &params.send);
-        let mut engine = Engine::client(shared.cfg.engine_config(scheme));
+        let peer = params.opening.to_peer(rtt);
+        let mut engine = Engine::established(shared.cfg.engine_config(scheme), &params.send, &peer);
         engine.set_peer_conn_id(params.server_id);
-        engine.set_peer_scheme(&params.send);
         self.peer_id = params.server_id;
         self.last_recv = now;
+        self.announce = true;
         self.open(engine, sealer);
         if let Some(tx) = self.connect_tx.take() {
             let _ = tx.send(Ok(()));
@@ -257,6 +285,11 @@ impl Conn {
         let newest = self.replay.is_newest(pn);
         self.replay.mark(pn);
         self.last_recv = now;
+        if self.unvalidated.take().is_some() {
+            // Only a client that received our handshake answer can seal: its address is
+            // proven, and the engine's held output may go.
+            self.validated_now = true;
+        }
         self.packets_in += 1;
         // Control first: a path response must be checked against the challenge it
         // answers, before this same packet could prompt another challenge.
@@ -408,6 +441,7 @@ impl Conn {
                 next,
                 deadline,
                 cookie_seen,
+                sent,
                 ..
             } => {
                 if now >= *deadline {
@@ -425,10 +459,20 @@ impl Conn {
                     out.push((self.peer, initial.clone()));
                     *next = now + HELLO_RTO * (1 << (*tries).min(4));
                     *tries += 1;
+                    *sent = now;
                 }
                 return (Some((*next).min(*deadline)), false);
             }
             Phase::Open => {}
+        }
+        if let Some(u) = &self.unvalidated {
+            if now >= u.deadline {
+                stats.unvalidated_expired += 1;
+                return (None, true);
+            }
+            // Nothing but the handshake answer goes to an address not yet proven: the
+            // engine's output waits (the client speaks first, at once, see `announce`).
+            return (Some(u.deadline), false);
         }
         let idle = shared.cfg.idle_timeout;
         if let Some(msg) = self.close.take() {
@@ -490,7 +534,10 @@ impl Conn {
         }
         let engine = self.engine.as_mut().expect("open connection");
         let closed = engine.is_closed();
-        if !closed && now.saturating_since(self.last_send) >= idle / 4 {
+        // The client's first authentic packet validates its address at the server; if
+        // the engine had nothing to send this round, a keep-alive does it.
+        let announce = std::mem::take(&mut self.announce) && self.last_send != now;
+        if !closed && (announce || now.saturating_since(self.last_send) >= idle / 4) {
             // Keep-alive: an empty sealed packet proves we are alive without touching the
             // engine, so an idle tunnel is not mistaken for a dead peer.
             let d = self.seal(&[]);

@@ -5,14 +5,14 @@
 //! handles; the driver never holds it across an `await`.
 
 use crate::clock::Clock;
-use crate::conn::{Conn, Phase};
+use crate::conn::{Conn, Phase, Unvalidated};
 use crate::cookie::CookieJar;
 use crate::crypto::{self, Sealer};
 use crate::envelope::{self, Envelope, RejectReason};
 use crate::error::NetError;
 use crate::gso;
 use crate::key::Psk;
-use crate::params::{ClientParams, ServerParams};
+use crate::params::{ClientParams, Opening, ServerParams};
 use crate::stats::EndpointStats;
 use crate::stream::Stream;
 use std::collections::HashMap;
@@ -47,6 +47,9 @@ pub struct EndpointConfig {
     pub idle_timeout: Duration,
     /// A connect attempt fails when the handshake has not completed after this long.
     pub handshake_timeout: Duration,
+    /// Server: when to answer a first Initial with a Retry (address validation by cookie)
+    /// instead of the handshake.
+    pub retry: RetryPolicy,
     /// Engine settings (the scheme and MSS fields are overridden from this struct).
     pub engine: Config,
 }
@@ -60,6 +63,7 @@ impl EndpointConfig {
             peer_scheme: None,
             idle_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(5),
+            retry: RetryPolicy::WhenBusy,
             engine: Config {
                 mss: DEFAULT_MSS,
                 // RFC 6928's initial window: a real path is worth probing faster than the
@@ -88,6 +92,22 @@ impl EndpointConfig {
         }
     }
 }
+
+/// When a server asks a client to prove its address with a cookie round trip (Retry)
+/// before the handshake, as QUIC servers do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryPolicy {
+    /// Only while [`MAX_UNVALIDATED`] connections wait for their clients' first authentic
+    /// packet: a flood of spoofed Initials then costs the server no more state, and real
+    /// clients one round trip more.
+    WhenBusy,
+    /// For every connection (one more round trip each).
+    Always,
+}
+
+/// Server connections opened without a token whose client has not yet proven its
+/// address; beyond this, new clients get a Retry first.
+pub const MAX_UNVALIDATED: usize = 64;
 
 /// State shared by the driver task and the stream handles.
 pub(crate) struct Shared {
@@ -119,6 +139,8 @@ pub(crate) struct State {
     /// Server: connections accepted whose streams are handed out once the lock is released
     /// (a stream dropped under the lock would deadlock in its `Drop`).
     accepted: Vec<(u32, SocketAddr)>,
+    /// Server connections whose client's address is not proven yet.
+    unvalidated: usize,
     closing: bool,
 }
 
@@ -168,6 +190,7 @@ impl Endpoint {
                 stats: EndpointStats::default(),
                 outbox: Vec::new(),
                 accepted: Vec::new(),
+                unvalidated: 0,
                 closing: false,
             }),
             notify: Notify::new(),
@@ -199,22 +222,26 @@ impl Endpoint {
         self.accept_rx.lock().await.recv().await
     }
 
-    /// Opens a connection to `peer`: cookie round, handshake, then a stream.
+    /// Opens a connection to `peer`: the handshake (after a cookie round trip if the
+    /// server asks for one), then a stream on which data may flow at once.
     pub async fn connect(&self, peer: SocketAddr) -> Result<Stream, NetError> {
         let (tx, rx) = oneshot::channel();
         let id = {
             let mut st = self.shared.lock();
             let id = st.fresh_id();
             let now = self.shared.clock.now();
-            let initial = envelope::initial(self.shared.cfg.key.is_some(), id, &[], &[]);
+            let (payload, hs) = hello_payload(&self.shared.cfg);
+            let initial = envelope::initial(self.shared.cfg.key.is_some(), id, &[], &payload);
             let mut c = Conn::new(peer, 0, now);
             c.phase = Phase::Hello {
                 initial,
+                payload,
+                sent: now,
                 tries: 0,
                 next: now,
                 deadline: now + self.shared.cfg.handshake_timeout,
                 cookie_seen: false,
-                hs: None,
+                hs,
             };
             c.connect_tx = Some(tx);
             st.conns.insert(id, c);
@@ -301,6 +328,28 @@ impl Drop for Endpoint {
         if self.shared.lock().conns.is_empty() {
             self.driver.abort();
         }
+    }
+}
+
+/// The client's first handshake message: Noise message 1 carrying its parameters (or the
+/// plain parameters when insecure), and the Noise state that reads the answer.
+fn hello_payload(cfg: &EndpointConfig) -> (Vec<u8>, Option<Box<snow::HandshakeState>>) {
+    let engine = cfg.engine_config(&cfg.scheme);
+    let params = ClientParams {
+        send: cfg.scheme.clone(),
+        want: cfg.peer_scheme.clone(),
+        opening: Opening::of(&engine),
+    }
+    .encode();
+    match &cfg.key {
+        Some(psk) => {
+            let mut h = crypto::initiator(psk);
+            let mut m = vec![0u8; 1024];
+            let n = h.write_message(&params, &mut m).expect("message 1 fits");
+            m.truncate(n);
+            (m, Some(Box::new(h)))
+        }
+        None => (params, None),
     }
 }
 
@@ -417,6 +466,9 @@ fn poll_all(shared: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
     for id in dead {
         if let Some(c) = st.conns.remove(&id) {
             st.by_client.remove(&(c.origin, c.peer_id));
+            if c.unvalidated.is_some() {
+                st.unvalidated -= 1;
+            }
         }
     }
     next
@@ -436,7 +488,16 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
             client_id,
             token,
             payload,
-        } => on_initial(shared, st, now, from, secure, client_id, token, payload),
+        } => {
+            let hello = Hello {
+                secure,
+                client_id,
+                token,
+                payload,
+                len: b.len(),
+            };
+            on_initial(shared, st, now, from, hello)
+        }
         Envelope::Retry { client_id, token } => {
             let Some(c) = st.conns.get_mut(&client_id).filter(|c| c.peer == from) else {
                 st.stats.unexpected += 1;
@@ -469,6 +530,8 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
                 conns,
                 stats,
                 outbox,
+                accepted,
+                unvalidated,
                 ..
             } = st;
             let Some(c) = conns.get_mut(&dst_id) else {
@@ -485,55 +548,91 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
             // ACK loses nothing). Data past a gap is answered before the next datagram is
             // read: the sender's loss detection counts duplicate ACKs, and one ACK per
             // batch would hide losses until a timeout.
-            if c.on_data(now, from, pn, body, stats, outbox) {
+            let gap = c.on_data(now, from, pn, body, stats, outbox);
+            if std::mem::take(&mut c.validated_now) {
+                *unvalidated -= 1;
+                accepted.push((dst_id, c.peer));
+            }
+            if gap {
                 let _ = c.poll(shared, now, outbox, stats);
             }
         }
     }
 }
 
-/// Server side of the cookie round and the handshake. Nothing is stored until the client
-/// has echoed a valid token; every answer is smaller than the Initial it answers.
-#[allow(clippy::too_many_arguments)]
-fn on_initial(
-    shared: &Shared,
-    st: &mut State,
-    now: Instant,
-    from: SocketAddr,
+/// A client's Initial as the server reads it.
+struct Hello<'a> {
     secure: bool,
     client_id: u32,
-    token: &[u8],
-    payload: &[u8],
-) {
+    token: &'a [u8],
+    payload: &'a [u8],
+    /// The whole datagram's size (the anti-amplification budget counts it).
+    len: usize,
+}
+
+/// Server side of the cookie round and the handshake. Nothing is stored until the client
+/// has echoed a valid token; every answer is smaller than the Initial it answers.
+fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, hello: Hello<'_>) {
+    let Hello {
+        secure,
+        client_id,
+        token,
+        payload,
+        len: initial_len,
+    } = hello;
     if st.accept_tx.is_none() {
         st.stats.unexpected += 1;
         return;
     }
     let secs = now.as_nanos() / 1_000_000_000;
-    if !st.jar.check(token, from, client_id, secs) {
-        if !token.is_empty() {
-            st.stats.bad_token += 1;
-        }
-        st.stats.retries_sent += 1;
-        let t = st.jar.issue(from, client_id, secs);
-        st.push(from, envelope::retry(client_id, &t));
-        return;
-    }
     let digest = blake3::hash(payload);
     if let Some(&id) = st.by_client.get(&(from, client_id)) {
-        // A repeated Initial: our answer was lost. Send the same answer again.
-        let again = st
-            .conns
-            .get(&id)
-            .and_then(|c| c.hello.as_ref())
-            .filter(|(d, _)| *d == digest)
-            .map(|(_, a)| a.clone());
+        // A repeated Initial: our answer was lost. Send the same answer again, within
+        // three times what the address sent if it is not proven yet.
+        let c = st.conns.get_mut(&id);
+        let again = c.and_then(|c| {
+            let (d, a) = c.hello.as_ref()?;
+            if *d != digest {
+                return None;
+            }
+            match c.unvalidated.as_mut() {
+                Some(u) => {
+                    u.received += initial_len as u64;
+                    u.may_send(a.len()).then(|| {
+                        u.sent += a.len() as u64;
+                        a.clone()
+                    })
+                }
+                None => Some(a.clone()),
+            }
+        });
         match again {
             Some(a) => st.push(from, a),
             None => st.stats.unexpected += 1,
         }
         return;
     }
+    // Address validation: a token proves the address; without one the handshake goes on
+    // unless the server is busy with unproven clients (or always asks), and the client's
+    // first authentic packet proves it later.
+    let proven = if token.is_empty() {
+        let busy = st.unvalidated >= MAX_UNVALIDATED;
+        if busy || shared.cfg.retry == RetryPolicy::Always {
+            st.stats.retries_sent += 1;
+            let t = st.jar.issue(from, client_id, secs);
+            st.push(from, envelope::retry(client_id, &t));
+            return;
+        }
+        false
+    } else if st.jar.check(token, from, client_id, secs) {
+        true
+    } else {
+        st.stats.bad_token += 1;
+        st.stats.retries_sent += 1;
+        let t = st.jar.issue(from, client_id, secs);
+        st.push(from, envelope::retry(client_id, &t));
+        return;
+    };
     let reject = |st: &mut State, why: RejectReason| {
         st.stats.rejects_sent += 1;
         st.push(from, envelope::reject(client_id, why));
@@ -568,7 +667,7 @@ fn on_initial(
     // One connection per token: a captured Initial replayed within the token's lifetime
     // is dropped unanswered (a rejected handshake keeps its token, so the client's
     // repeat still gets the reason).
-    if !st.jar.consume(token, secs) {
+    if proven && !st.jar.consume(token, secs) {
         st.stats.token_reused += 1;
         return;
     }
@@ -577,9 +676,12 @@ fn on_initial(
         .want
         .clone()
         .unwrap_or_else(|| shared.cfg.scheme.clone());
+    let engine_scheme = crate::params::engine_scheme(&send, &params.send);
+    let engine_cfg = shared.cfg.engine_config(engine_scheme);
     let answer = ServerParams {
         server_id: id,
         send: send.clone(),
+        opening: Opening::of(&engine_cfg),
     }
     .encode();
     let (msg2, sealer) = match hs {
@@ -594,18 +696,27 @@ fn on_initial(
         None => (answer, Sealer::insecure()),
     };
     let reply = envelope::handshake(client_id, &msg2);
-    let engine_scheme = crate::params::engine_scheme(&send, &params.send);
-    let mut engine = Engine::server(shared.cfg.engine_config(engine_scheme));
+    let peer = params.opening.to_peer(None);
+    let mut engine = Engine::established(engine_cfg, &params.send, &peer);
     engine.set_peer_conn_id(client_id);
-    engine.set_peer_scheme(&params.send);
     let mut c = Conn::new(from, client_id, now);
     c.open(engine, sealer);
     c.hello = Some((digest, reply.clone()));
+    if !proven {
+        c.unvalidated = Some(Unvalidated {
+            received: initial_len as u64,
+            sent: reply.len() as u64,
+            deadline: now + shared.cfg.idle_timeout,
+        });
+        st.unvalidated += 1;
+    }
     st.conns.insert(id, c);
     st.by_client.insert((from, client_id), id);
     st.stats.handshakes_accepted += 1;
     st.push(from, reply);
-    // The stream is handed out at once; the engine's own SYN exchange follows inside the
-    // encrypted channel.
-    st.accepted.push((id, from));
+    // The engines start established: data flows as soon as the client has our answer.
+    // The stream is handed out once the client's address is proven.
+    if proven {
+        st.accepted.push((id, from));
+    }
 }

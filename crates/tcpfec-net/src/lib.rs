@@ -29,7 +29,7 @@ pub mod stream;
 pub mod transfer;
 pub mod tunnel;
 
-pub use endpoint::{Endpoint, EndpointConfig, DEFAULT_MSS};
+pub use endpoint::{Endpoint, EndpointConfig, RetryPolicy, DEFAULT_MSS, MAX_UNVALIDATED};
 pub use error::NetError;
 pub use key::Psk;
 pub use stats::EndpointStats;

@@ -33,6 +33,9 @@ pub struct EndpointStats {
     pub token_reused: u64,
     /// Retry (cookie) packets sent.
     pub retries_sent: u64,
+    /// Server connections opened without a token whose client never proved its address
+    /// (no authentic packet before the idle timeout): dropped.
+    pub unvalidated_expired: u64,
     /// Handshakes refused with a Reject.
     pub rejects_sent: u64,
     /// Handshakes completed (server side).

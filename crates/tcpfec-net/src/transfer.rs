@@ -1,5 +1,7 @@
-//! File transfer over one stream: for each file a header (name, size), the receiver's
-//! go-ahead, the bytes, a status byte and the BLAKE3 hash, and the receiver's verdict.
+//! File transfer over one stream: for each file a header (name, size), the bytes, a
+//! status byte and the BLAKE3 hash; the receiver answers the header (go ahead or a
+//! refusal) and then the bytes (its verdict). The sender does not wait for the first
+//! answer: the bytes follow the header at once, and a refusal stops them.
 //!
 //! ```text
 //! sender → receiver   "TFX2" | name_len u16 | name | size u64     (name_len 0: no more files)
@@ -239,32 +241,34 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
         head.extend_from_slice(name.as_bytes());
         head.extend_from_slice(&size.to_be_bytes());
         s.write_all(&head).await.map_err(net)?;
-        if !blocks {
-            let (code, msg) = read_answer(s).await.map_err(net)?;
+        if blocks {
+            send_body(s, &mut f, path, version, &mut buf, progress).await?;
+        } else {
+            // The bytes follow the header at once. The receiver's go-ahead or refusal is
+            // read while they flow: a refusal stops the file within a round trip, so
+            // the bytes the receiver discards are bounded by what one round trip and
+            // the send buffer hold, not by the file's size.
+            let (mut rd, mut wr) = tokio::io::split(&mut *s);
+            let body = send_body(&mut wr, &mut f, path, version, &mut buf, progress);
+            let answer = read_answer(&mut rd);
+            tokio::pin!(body, answer);
+            let (code, msg) = tokio::select! {
+                sent = &mut body => {
+                    sent?;
+                    answer.await.map_err(net)?
+                }
+                a = &mut answer => {
+                    let a = a.map_err(net)?;
+                    if a.0 == Code::Ok as u8 {
+                        body.await?;
+                    }
+                    a
+                }
+            };
             if code != Code::Ok as u8 {
                 return Err(TransferError::Refused { name, reason: msg });
             }
         }
-        let mut hasher = blake3::Hasher::new();
-        let mut left = size;
-        while left > 0 {
-            let want = (left as usize).min(CHUNK);
-            let n = f.read(&mut buf[..want]).await.map_err(local)?;
-            if n == 0 {
-                // Shrunk: the promised bytes cannot be sent. Dropping the connection
-                // mid-file makes the receiver discard what it has.
-                return Err(TransferError::Changed(path.clone()));
-            }
-            hasher.update(&buf[..n]);
-            s.write_all(&buf[..n]).await.map_err(net)?;
-            left -= n as u64;
-            progress.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        let hash = hasher.finalize();
-        let same = unchanged(&f, version, &hash).await.map_err(local)?;
-        let status = if same { STATUS_AS_READ } else { STATUS_CHANGED };
-        s.write_all(&[status]).await.map_err(net)?;
-        s.write_all(hash.as_bytes()).await.map_err(net)?;
         if blocks {
             sizes.push((path, name, size, start));
             continue;
@@ -297,6 +301,43 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
         done.push(o);
     }
     Ok(done)
+}
+
+/// Writes one file's bytes, its status byte and its hash, checking that the file did not
+/// change while it was read.
+async fn send_body<W: AsyncWrite + Unpin>(
+    s: &mut W,
+    f: &mut fs::File,
+    path: &Path,
+    version: Version,
+    buf: &mut [u8],
+    progress: &AtomicU64,
+) -> Result<(), TransferError> {
+    let local = |err| TransferError::Local {
+        path: path.to_path_buf(),
+        err,
+    };
+    let mut hasher = blake3::Hasher::new();
+    let mut left = version.len;
+    while left > 0 {
+        let want = (left as usize).min(buf.len());
+        let n = f.read(&mut buf[..want]).await.map_err(local)?;
+        if n == 0 {
+            // Shrunk: the promised bytes cannot be sent. Dropping the connection
+            // mid-file makes the receiver discard what it has.
+            return Err(TransferError::Changed(path.to_path_buf()));
+        }
+        hasher.update(&buf[..n]);
+        s.write_all(&buf[..n]).await.map_err(net)?;
+        left -= n as u64;
+        progress.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    let hash = hasher.finalize();
+    let same = unchanged(f, version, &hash).await.map_err(local)?;
+    let status = if same { STATUS_AS_READ } else { STATUS_CHANGED };
+    s.write_all(&[status]).await.map_err(net)?;
+    s.write_all(hash.as_bytes()).await.map_err(net)?;
+    Ok(())
 }
 
 /// Reads the receiver's answer after a file's hash: stored, or why not.

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tcpfec_net::error::net_error;
-use tcpfec_net::{NetError, Psk};
+use tcpfec_net::{NetError, Psk, RetryPolicy, MAX_UNVALIDATED};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
@@ -243,7 +243,8 @@ async fn killed_receiver_gives_the_sender_a_clear_error_in_bounded_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_token_opens_no_second_connection() {
     tokio::time::timeout(Duration::from_secs(30), async {
-        let cfg = config(Some(Psk::generate()), "sack");
+        let mut cfg = config(Some(Psk::generate()), "sack");
+        cfg.retry = RetryPolicy::Always;
         let srv = Arc::new(server(cfg.clone()).await);
         let (entry, inject, mut tap) = tapping_proxy(srv.local_addr().unwrap()).await;
         let s2 = srv.clone();
@@ -372,4 +373,73 @@ async fn replays_and_forgeries_from_a_new_address_do_not_move_the_connection() {
     })
     .await
     .expect("in time");
+}
+
+/// A genuine Initial (Noise message 1 under `key`) from client id `id`, as a replay of a
+/// captured one would look: it opens a connection whose client never answers.
+fn genuine_initial(key: &Psk, id: u32) -> Vec<u8> {
+    let params = tcpfec_net::params::ClientParams {
+        send: tcpfec_proto::Scheme::parse("sack").unwrap(),
+        want: None,
+        opening: tcpfec_net::params::Opening {
+            mss: 1316,
+            window: 1 << 20,
+            sack: true,
+        },
+    }
+    .encode();
+    let mut h = tcpfec_net::crypto::initiator(key);
+    let mut m = vec![0u8; 1024];
+    let n = h.write_message(&params, &mut m).unwrap();
+    tcpfec_net::envelope::initial(true, id, &[], &m[..n])
+}
+
+/// Without a cookie round the server answers a first Initial with the handshake, but it
+/// sends an unproven address no more than three times what it received from it, hands
+/// out no stream for it, and once `MAX_UNVALIDATED` such clients are pending it asks new
+/// ones for a cookie first: a real client still gets through, one round trip later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unproven_clients_get_bounded_answers_and_a_busy_server_asks_for_cookies() {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        let key = Psk::generate();
+        let cfg = config(Some(key.clone()), "sack");
+        let srv = Arc::new(server(cfg.clone()).await);
+        let addr = srv.local_addr().unwrap();
+        let silent = UdpSocket::bind(any()).await.unwrap();
+        let (mut sent, mut got, mut handshakes) = (0usize, 0usize, 0usize);
+        let mut buf = vec![0u8; 2048];
+        for id in 1..=MAX_UNVALIDATED as u32 {
+            let initial = genuine_initial(&key, id);
+            // Each Initial twice, as a client whose answer was lost would.
+            for _ in 0..2 {
+                silent.send_to(&initial, addr).await.unwrap();
+                sent += initial.len();
+                let n = silent.recv(&mut buf).await.unwrap();
+                got += n;
+                assert_eq!(buf[0], 3, "a handshake answer, not a cookie");
+                handshakes += 1;
+            }
+        }
+        assert_eq!(handshakes, 2 * MAX_UNVALIDATED);
+        assert!(3 * sent >= got, "sent {got} bytes for {sent}");
+        let st = srv.stats();
+        assert_eq!(
+            (st.handshakes_accepted, st.retries_sent),
+            (MAX_UNVALIDATED as u64, 0)
+        );
+        // Busy: the next client is asked for a cookie, then connects.
+        let cli = client(cfg).await;
+        let mut s = cli.connect(addr).await.unwrap();
+        assert_eq!(srv.stats().retries_sent, 1);
+        s.write_all(b"real").await.unwrap();
+        s.shutdown().await.unwrap();
+        // The first stream handed out is the real client's: none of the unproven ones.
+        let mut mine = srv.accept().await.unwrap();
+        assert_eq!(mine.peer_addr(), cli.local_addr().unwrap());
+        let mut v = Vec::new();
+        mine.read_to_end(&mut v).await.unwrap();
+        assert_eq!(v, b"real");
+    })
+    .await
+    .unwrap();
 }
