@@ -37,9 +37,16 @@ fn data_flows_without_a_syn_exchange() {
         p.client.write(Bytes::from(up.clone()));
         p.client.finish();
         let first = p.client.poll_packet(tcpfec_proto::Instant(0)).unwrap();
-        assert!(!first.flags.contains(Flags::SYN), "{scheme}: a SYN went out");
-        assert!(!first.payload.is_empty(), "{scheme}: the first packet carries no data");
-        p.server.handle_packet(tcpfec_proto::Instant(10_000_000), first);
+        assert!(
+            !first.flags.contains(Flags::SYN),
+            "{scheme}: a SYN went out"
+        );
+        assert!(
+            !first.payload.is_empty(),
+            "{scheme}: the first packet carries no data"
+        );
+        p.server
+            .handle_packet(tcpfec_proto::Instant(10_000_000), first);
         let (mut got_up, mut got_down) = (Vec::new(), Vec::new());
         let mut answered = false;
         for _ in 0..100_000 {
