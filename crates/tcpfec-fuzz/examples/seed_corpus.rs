@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use tcpfec_fuzz::pair::{self, Delivery, Setup, MSS_CHOICES, SCHEMES};
 use tcpfec_fuzz::schedule;
 use tcpfec_net::envelope::{self, RejectReason};
-use tcpfec_net::params::{ClientParams, ServerParams};
+use tcpfec_net::params::{ClientParams, Opening, ServerParams};
 use tcpfec_proto::fec::fountain::{parameters, FountainEncoder};
 use tcpfec_proto::{Packet, Scheme};
 
@@ -146,12 +146,20 @@ fn traces() {
     }
 }
 
+/// What a real engine's handshake parameters announce (MSS, window, SACK).
+const OPENING: Opening = Opening {
+    mss: 1316,
+    window: 64 << 20,
+    sack: true,
+};
+
 fn envelopes() {
     let psk = tcpfec_net::Psk([7; 32]);
     let params = |send: &str, want: Option<&str>| {
         ClientParams {
             send: Scheme::parse(send).expect("scheme"),
             want: want.map(|w| Scheme::parse(w).expect("scheme")),
+            opening: OPENING,
         }
         .encode()
     };
@@ -182,6 +190,7 @@ fn envelopes() {
     let server = ServerParams {
         server_id: 77,
         send: Scheme::parse("dfec").expect("scheme"),
+        opening: OPENING,
     };
     write(
         "envelope",
