@@ -33,30 +33,28 @@ macro_rules! both {
 impl Endpoint {
     /// The end that opens the connection.
     pub fn client(cfg: Config) -> Self {
-        if cfg.scheme.fountain.is_some() {
-            Endpoint::Blocks(Box::new(Fectcp::new(cfg)))
-        } else {
-            Endpoint::Stream(Box::new(Connection::client(cfg)))
-        }
+        Self::for_scheme(cfg, Connection::client)
     }
 
     /// The end that waits for the opening.
     pub fn server(cfg: Config) -> Self {
-        if cfg.scheme.fountain.is_some() {
-            Endpoint::Blocks(Box::new(Fectcp::new(cfg)))
-        } else {
-            Endpoint::Stream(Box::new(Connection::server(cfg)))
-        }
+        Self::for_scheme(cfg, Connection::server)
     }
 
     /// An end opened by a handshake outside the engine ([`Connection::established`]):
     /// established at once. FECTCP has no connection handshake of its own (each block
     /// transfer opens with its own BSYN), so it is the same as `client`/`server` there.
     pub fn established(cfg: Config, peer_scheme: &Scheme, peer: &PeerOpening) -> Self {
+        Self::for_scheme(cfg, |cfg| Connection::established(cfg, peer_scheme, peer))
+    }
+
+    /// FECTCP for a fountain scheme (it opens each block transfer itself, so every role
+    /// starts the same), else the byte stream `stream` builds.
+    fn for_scheme(cfg: Config, stream: impl FnOnce(Config) -> Connection) -> Self {
         if cfg.scheme.fountain.is_some() {
             Endpoint::Blocks(Box::new(Fectcp::new(cfg)))
         } else {
-            Endpoint::Stream(Box::new(Connection::established(cfg, peer_scheme, peer)))
+            Endpoint::Stream(Box::new(stream(cfg)))
         }
     }
 

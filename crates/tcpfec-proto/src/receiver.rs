@@ -559,6 +559,7 @@ mod tests {
             ecn_factor: Some(0.7),
             repairs: 1,
             flush_at_flight_end: false,
+            close_at_stream_end: false,
             repeat_recovery_ack: false,
             adaptive: None,
         });

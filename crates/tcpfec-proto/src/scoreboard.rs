@@ -378,17 +378,21 @@ impl Scoreboard {
         self.rate.newest_delivered()
     }
 
-    /// Records that lost segment `seg` was retransmitted at `now` with `in_flight` bytes
-    /// already in flight.
-    pub fn on_retransmitted(&mut self, now: Instant, seg: u64, in_flight: u64) {
-        if let Some(i) = self.index(seg) {
-            let s = &mut self.segs[i];
-            s.tx = self.rate.on_send(now, in_flight, true);
-            if s.lost && !s.retransmitted {
-                s.retransmitted = true;
-                self.retrans_out += 1;
-            }
+    /// Records that segment `seg` was sent again at `now` with `in_flight` bytes already
+    /// in flight. Returns true if it had been marked lost (a repair of a loss, not a probe
+    /// of a segment still in flight).
+    pub fn on_retransmitted(&mut self, now: Instant, seg: u64, in_flight: u64) -> bool {
+        let Some(i) = self.index(seg) else {
+            return false;
+        };
+        let s = &mut self.segs[i];
+        s.tx = self.rate.on_send(now, in_flight, true);
+        let repairs_loss = s.lost && !s.retransmitted;
+        if repairs_loss {
+            s.retransmitted = true;
+            self.retrans_out += 1;
         }
+        repairs_loss
     }
 
     #[cfg(test)]

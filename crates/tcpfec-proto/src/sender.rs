@@ -121,8 +121,6 @@ pub(crate) struct Sender {
     retransmitted_order: VecDeque<u64>,
     /// The tail loss probe, for schemes that use one (`Scheme::tail_loss_probe`).
     tlp: Option<TailLossProbe>,
-    /// The probe timer fired: the next poll sends the probe, past the window.
-    tlp_pending: bool,
     /// The receiver's delayed-ACK timeout, if it delays ACKs (the probe waits it out).
     peer_delack: Option<Duration>,
     pub repairs_sent: u64,
@@ -221,7 +219,6 @@ impl Sender {
             rtt_this_ack: None,
             retransmitted_order: VecDeque::new(),
             tlp: cfg.scheme.tail_loss_probe.then(TailLossProbe::default),
-            tlp_pending: false,
             peer_delack: cfg.delayed_ack.then_some(cfg.delayed_ack_timeout),
             repairs_sent: 0,
             data_packets_sent: 0,
@@ -353,8 +350,8 @@ impl Sender {
         }
         if self.rto_deadline.is_some_and(|d| d <= now) {
             self.on_timeout(now);
-        } else if self.tlp.as_mut().is_some_and(|t| t.take_due(now)) {
-            self.on_probe_timeout();
+        } else if let Some(t) = self.tlp.as_mut() {
+            t.on_timer(now);
         }
         let (cwnd, rtt) = (self.cc.cwnd(), self.smoothed_rtt());
         if let Some(c) = self.control.as_mut() {
@@ -402,18 +399,10 @@ impl Sender {
         }
     }
 
-    /// The probe timer fired: the next poll sends new data if the peer's window takes it,
-    /// else the newest outstanding segment again (RFC 8985 §7.3).
-    fn on_probe_timeout(&mut self) {
-        if self.sb.outstanding() > 0 {
-            self.tlp_pending = true;
-        }
-    }
-
-    /// The probe chosen when the probe timer fired, or `None` if nothing needs one.
+    /// The probe, once its timer has fired: new data if the peer's window takes it, else
+    /// the newest outstanding segment again (RFC 8985 §7.3); `None` if nothing needs one.
     fn poll_probe(&mut self, now: Instant) -> Option<Outgoing> {
-        self.tlp_pending = false;
-        if self.sb.outstanding() == 0 {
+        if !self.tlp.as_mut().is_some_and(|t| t.take_fired()) || self.sb.outstanding() == 0 {
             return None;
         }
         let next_len = self.unsent.front().map_or(0, |b| b.len().min(self.mss));
@@ -422,10 +411,7 @@ impl Sender {
             self.poll_window(now)?
         } else {
             let newest = self.sb.newest_unsacked()?;
-            let seg = self.retransmit(now, newest);
-            // The newest segment's first copy may still arrive: not a loss.
-            self.retransmitted_order.retain(|&s| s != newest);
-            Outgoing::Segment(seg)
+            Outgoing::Segment(self.retransmit(now, newest))
         };
         if let (Some(t), Some(order)) = (self.tlp.as_mut(), self.sb.rate.last_sent()) {
             t.on_probe_sent(order);
@@ -458,10 +444,8 @@ impl Sender {
     /// The next packet to transmit, if the window, the data and (for a paced controller)
     /// the pacing rate allow one.
     pub fn poll(&mut self, now: Instant) -> Option<Outgoing> {
-        if self.tlp_pending {
-            if let Some(probe) = self.poll_probe(now) {
-                return Some(probe);
-            }
+        if let Some(probe) = self.poll_probe(now) {
+            return Some(probe);
         }
         let rate = if self.event_driven {
             self.cc.pacing_rate()
@@ -527,11 +511,7 @@ impl Sender {
             // at once would cut a paced stream into one-packet groups.
             let ended = self.fin_requested;
             if let Some((enc, f)) = self.fec.as_mut() {
-                if enc.has_open_group() && ended && f.measures_loss_runs() {
-                    // The stream has ended, so nothing more can join the group: `auto`
-                    // closes it now, and a loss at the transfer's tail is repaired half
-                    // a round trip sooner. (The seed schemes keep the wait their papers'
-                    // reproductions were made with.)
+                if enc.has_open_group() && ended && f.close_at_stream_end {
                     enc.flush();
                     return self.poll_repair(now).map(Outgoing::Repair);
                 }
@@ -669,8 +649,9 @@ impl Sender {
 
     fn retransmit(&mut self, now: Instant, seg: u64) -> OutSegment {
         let in_flight = self.in_flight_bytes();
-        self.sb.on_retransmitted(now, seg, in_flight);
-        if self.cc.models_path() {
+        // Only a lost segment sent again can be lost again; a tail probe's copy of a
+        // segment still in flight is no loss if it goes missing.
+        if self.sb.on_retransmitted(now, seg, in_flight) && self.cc.models_path() {
             self.retransmitted_order.push_back(seg);
         }
         let s = self.sb.get(seg).expect("retransmission is outstanding");

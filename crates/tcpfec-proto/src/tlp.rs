@@ -16,6 +16,8 @@ use core::time::Duration;
 pub(crate) struct TailLossProbe {
     /// When the probe timeout (PTO) fires, if armed.
     deadline: Option<Instant>,
+    /// The timer has fired: the sender's next poll sends the probe.
+    fired: bool,
     /// The send order (`TxState::order`) of this episode's probe, until its fate is known.
     probe_sent: Option<u64>,
     /// Probes sent in total.
@@ -63,13 +65,17 @@ impl TailLossProbe {
         self.deadline
     }
 
-    /// True (once) if the probe timer has fired by `now`.
-    pub fn take_due(&mut self, now: Instant) -> bool {
+    /// Runs the probe timer: if it is due by `now`, a probe is owed.
+    pub fn on_timer(&mut self, now: Instant) {
         if self.deadline.is_some_and(|d| d <= now) {
             self.deadline = None;
-            return true;
+            self.fired = true;
         }
-        false
+    }
+
+    /// True (once) if a probe is owed.
+    pub fn take_fired(&mut self) -> bool {
+        std::mem::take(&mut self.fired)
     }
 
     /// A probe left, `order`-th in the connection's send order.
@@ -114,9 +120,12 @@ mod tests {
         let mut t = TailLossProbe::default();
         t.arm(at(0), Some(MS * 20), 5, None, Some(at(220)));
         assert_eq!(t.deadline(), Some(at(40)));
-        assert!(!t.take_due(at(39)));
-        assert!(t.take_due(at(40)));
-        assert!(!t.take_due(at(41)), "fires once");
+        t.on_timer(at(39));
+        assert!(!t.take_fired());
+        t.on_timer(at(40));
+        assert!(t.take_fired());
+        t.on_timer(at(41));
+        assert!(!t.take_fired(), "fires once");
         t.arm(at(0), Some(MS * 200), 5, None, Some(at(300)));
         assert_eq!(t.deadline(), None, "the RTO would fire first");
     }

@@ -63,6 +63,11 @@ pub struct FecConfig {
     /// retransmission timer. Sato's schemes size groups from cwnd and keep this off, as
     /// the dissertation describes them.
     pub flush_at_flight_end: bool,
+    /// Once the stream has ended (FIN queued), close the open group right after its last
+    /// member instead of half a round trip later: nothing more can join it, and a loss at
+    /// the transfer's tail is repaired sooner. `auto` only; the seed schemes keep the wait
+    /// their papers' reproductions were made with.
+    pub close_at_stream_end: bool,
     /// Send the cumulative ACK that follows a repair twice. With duplicate-ACK suppression
     /// that ACK may acknowledge a whole window at once; if it is lost the sender, its
     /// window full, waits for the retransmission timer (12 timeouts a minute at 1 % ACK
