@@ -42,6 +42,17 @@ fn keygen(path: &Path) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// A scratch directory with a fresh key (`DIR/key`) and an empty receive directory
+/// (`DIR/out`).
+fn keyed_scratch(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let key = dir.join("key");
+    keygen(&key);
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    (dir, key, out)
+}
+
 /// Spawns `cmd` with piped output and returns it with the first line it writes to
 /// stdout (`from_stderr`: stderr) — the line where the command reports its address.
 fn spawn_reporting(cmd: &mut Command, from_stderr: bool) -> (Child, String) {
@@ -82,11 +93,7 @@ fn start_recv(key: &Path, out: &Path, extra: &[&str]) -> (Child, String) {
 
 #[test]
 fn send_and_receive_a_file_then_refuse_to_overwrite_it() {
-    let dir = scratch("xfer");
-    let key = dir.join("key");
-    keygen(&key);
-    let out = dir.join("out");
-    std::fs::create_dir(&out).unwrap();
+    let (dir, key, out) = keyed_scratch("xfer");
     let file = dir.join("data.bin");
     let bytes: Vec<u8> = (0..3_000_000u32)
         .map(|i| (i * 7 + i / 1000) as u8)
@@ -118,11 +125,7 @@ fn send_and_receive_a_file_then_refuse_to_overwrite_it() {
 /// sent, and the receiver's file is untouched.
 #[test]
 fn a_refused_file_stops_while_its_bytes_flow() {
-    let dir = scratch("refuse");
-    let key = dir.join("key");
-    keygen(&key);
-    let out = dir.join("out");
-    std::fs::create_dir(&out).unwrap();
+    let (dir, key, out) = keyed_scratch("refuse");
     const LEN: usize = 48 << 20;
     let file = dir.join("big.bin");
     let bytes: Vec<u8> = (0..LEN as u32).map(|i| (i ^ (i >> 11)) as u8).collect();

@@ -86,9 +86,6 @@ pub(crate) struct Conn {
     path_probe: Option<PathProbe>,
     /// Server: the client's address is not proven yet (no token, no authentic packet).
     pub(crate) unvalidated: Option<Unvalidated>,
-    /// Server: an authentic packet has just proven the address (the endpoint hands out
-    /// the stream and takes the connection off its unvalidated count).
-    pub(crate) validated_now: bool,
     /// Client: send an authentic packet at once, even with no data, so the server can
     /// validate our address and hand out its stream.
     announce: bool,
@@ -155,7 +152,6 @@ impl Conn {
             close: None,
             path_probe: None,
             unvalidated: None,
-            validated_now: false,
             announce: false,
         }
     }
@@ -285,11 +281,9 @@ impl Conn {
         let newest = self.replay.is_newest(pn);
         self.replay.mark(pn);
         self.last_recv = now;
-        if self.unvalidated.take().is_some() {
-            // Only a client that received our handshake answer can seal: its address is
-            // proven, and the engine's held output may go.
-            self.validated_now = true;
-        }
+        // Only a client that received our handshake answer can seal: its address is
+        // proven, and the engine's held output may go.
+        self.unvalidated = None;
         self.packets_in += 1;
         // Control first: a path response must be checked against the challenge it
         // answers, before this same packet could prompt another challenge.

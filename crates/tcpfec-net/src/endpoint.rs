@@ -548,8 +548,10 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
             // ACK loses nothing). Data past a gap is answered before the next datagram is
             // read: the sender's loss detection counts duplicate ACKs, and one ACK per
             // batch would hide losses until a timeout.
+            let unproven = c.unvalidated.is_some();
             let gap = c.on_data(now, from, pn, body, stats, outbox);
-            if std::mem::take(&mut c.validated_now) {
+            if unproven && c.unvalidated.is_none() {
+                // The client's first authentic packet: its stream is handed out now.
                 *unvalidated -= 1;
                 accepted.push((dst_id, c.peer));
             }
@@ -570,8 +572,10 @@ struct Hello<'a> {
     len: usize,
 }
 
-/// Server side of the cookie round and the handshake. Nothing is stored until the client
-/// has echoed a valid token; every answer is smaller than the Initial it answers.
+/// Server side of the cookie round and the handshake. A connection opened without a
+/// token holds its output and its stream until the client proves its address, and at most
+/// `MAX_UNVALIDATED` such exist before new clients are asked for a token; every answer is
+/// smaller than the Initial it answers.
 fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, hello: Hello<'_>) {
     let Hello {
         secure,
@@ -615,24 +619,22 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
     // Address validation: a token proves the address; without one the handshake goes on
     // unless the server is busy with unproven clients (or always asks), and the client's
     // first authentic packet proves it later.
-    let proven = if token.is_empty() {
-        let busy = st.unvalidated >= MAX_UNVALIDATED;
-        if busy || shared.cfg.retry == RetryPolicy::Always {
-            st.stats.retries_sent += 1;
-            let t = st.jar.issue(from, client_id, secs);
-            st.push(from, envelope::retry(client_id, &t));
-            return;
+    let proven = !token.is_empty();
+    let ask_for_token = if proven {
+        let valid = st.jar.check(token, from, client_id, secs);
+        if !valid {
+            st.stats.bad_token += 1;
         }
-        false
-    } else if st.jar.check(token, from, client_id, secs) {
-        true
+        !valid
     } else {
-        st.stats.bad_token += 1;
+        st.unvalidated >= MAX_UNVALIDATED || shared.cfg.retry == RetryPolicy::Always
+    };
+    if ask_for_token {
         st.stats.retries_sent += 1;
         let t = st.jar.issue(from, client_id, secs);
         st.push(from, envelope::retry(client_id, &t));
         return;
-    };
+    }
     let reject = |st: &mut State, why: RejectReason| {
         st.stats.rejects_sent += 1;
         st.push(from, envelope::reject(client_id, why));

@@ -243,42 +243,11 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
         s.write_all(&head).await.map_err(net)?;
         if blocks {
             send_body(s, &mut f, path, version, &mut buf, progress).await?;
-        } else {
-            // The bytes follow the header at once. The receiver's go-ahead or refusal is
-            // read while they flow: a refusal stops the file within a round trip, so
-            // the bytes the receiver discards are bounded by what one round trip and
-            // the send buffer hold, not by the file's size.
-            let (mut rd, mut wr) = tokio::io::split(&mut *s);
-            let body = send_body(&mut wr, &mut f, path, version, &mut buf, progress);
-            let answer = read_answer(&mut rd);
-            tokio::pin!(body, answer);
-            let (code, msg) = tokio::select! {
-                sent = &mut body => {
-                    sent?;
-                    answer.await.map_err(net)?
-                }
-                a = &mut answer => {
-                    let a = a.map_err(net)?;
-                    if a.0 == Code::Ok as u8 {
-                        body.await?;
-                    }
-                    a
-                }
-            };
-            if code != Code::Ok as u8 {
-                return Err(TransferError::Refused { name, reason: msg });
-            }
-        }
-        if blocks {
             sizes.push((path, name, size, start));
             continue;
         }
-        read_verdict(s, path, &name).await?;
-        let o = FileOutcome {
-            name,
-            bytes: size,
-            secs: start.elapsed().as_secs_f64(),
-        };
+        let answer = send_body_watching(s, &mut f, path, version, &mut buf, progress).await?;
+        let o = confirm(s, answer, path, name, size, start).await?;
         on_done(&o);
         done.push(o);
     }
@@ -287,20 +256,65 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
     s.shutdown().await.map_err(net)?;
     // Block mode: the go-ahead and the verdict of every file come back together.
     for (path, name, size, start) in sizes {
-        let (code, msg) = read_answer(s).await.map_err(net)?;
-        if code != Code::Ok as u8 {
-            return Err(TransferError::Refused { name, reason: msg });
-        }
-        read_verdict(s, path, &name).await?;
-        let o = FileOutcome {
-            name,
-            bytes: size,
-            secs: start.elapsed().as_secs_f64(),
-        };
+        let answer = read_answer(s).await.map_err(net)?;
+        let o = confirm(s, answer, path, name, size, start).await?;
         on_done(&o);
         done.push(o);
     }
     Ok(done)
+}
+
+/// Sends one file's bytes (`send_body`) right after its header and returns the receiver's
+/// answer to the header, read while the bytes flow: a refusal stops the file within a
+/// round trip, so the bytes the receiver discards are bounded by what one round trip and
+/// the send buffer hold, not by the file's size.
+async fn send_body_watching<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    f: &mut fs::File,
+    path: &Path,
+    version: Version,
+    buf: &mut [u8],
+    progress: &AtomicU64,
+) -> Result<(u8, String), TransferError> {
+    let (mut rd, mut wr) = tokio::io::split(s);
+    let body = send_body(&mut wr, f, path, version, buf, progress);
+    let answer = read_answer(&mut rd);
+    tokio::pin!(body, answer);
+    tokio::select! {
+        sent = &mut body => {
+            sent?;
+            answer.await.map_err(net)
+        }
+        a = &mut answer => {
+            let a = a.map_err(net)?;
+            if a.0 == Code::Ok as u8 {
+                body.await?;
+            }
+            Ok(a)
+        }
+    }
+}
+
+/// The receiver's two answers for one file: `answer` to its header (go ahead, or why
+/// not), then the verdict on its bytes, read here.
+async fn confirm<S: AsyncRead + Unpin>(
+    s: &mut S,
+    answer: (u8, String),
+    path: &Path,
+    name: String,
+    size: u64,
+    start: Instant,
+) -> Result<FileOutcome, TransferError> {
+    let (code, msg) = answer;
+    if code != Code::Ok as u8 {
+        return Err(TransferError::Refused { name, reason: msg });
+    }
+    read_verdict(s, path, &name).await?;
+    Ok(FileOutcome {
+        name,
+        bytes: size,
+        secs: start.elapsed().as_secs_f64(),
+    })
 }
 
 /// Writes one file's bytes, its status byte and its hash, checking that the file did not
