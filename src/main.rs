@@ -9,6 +9,7 @@ mod model;
 mod net_bench;
 mod net_cli;
 mod output;
+mod perf_cli;
 mod plot;
 mod reproduce;
 mod runner;
@@ -95,6 +96,10 @@ enum Command {
         #[command(subcommand)]
         side: net_cli::TunnelSide,
     },
+    /// Measure throughput like iperf3: `perf --server` on one machine, `perf HOST` on
+    /// the other. Runs over tcpfec, or over kernel TCP to the same server (`--tcp`,
+    /// `--compare`) to race the two on one path.
+    Perf(Box<perf_cli::PerfArgs>),
     /// A UDP impairment proxy (rate, delay, queue, random or bursty loss) to try tcpfec on
     /// a bad path on one machine.
     Relay(net_cli::RelayArgs),
@@ -495,6 +500,7 @@ fn main() -> ExitCode {
         Command::Recv(a) => net_cli::recv(a),
         Command::Tunnel { side } => net_cli::tunnel(side),
         Command::Relay(a) => net_cli::relay(a),
+        Command::Perf(a) => perf_cli::perf(*a),
         Command::Bench {
             what: BenchWhat::Net(a),
         } => net_bench::run(a),

@@ -34,7 +34,7 @@ pub struct Security {
 }
 
 impl Security {
-    fn key(&self) -> Result<Option<Psk>, String> {
+    pub(crate) fn key(&self) -> Result<Option<Psk>, String> {
         match (&self.key_file, self.insecure) {
             (Some(_), true) => Err("--insecure and --key-file exclude each other".into()),
             (Some(path), false) => Psk::read(path)
@@ -243,7 +243,7 @@ pub struct RelayArgs {
     seed: u64,
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -251,7 +251,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
-async fn resolve(flag: &str, s: &str) -> Result<SocketAddr, String> {
+pub(crate) async fn resolve(flag: &str, s: &str) -> Result<SocketAddr, String> {
     tokio::net::lookup_host(s)
         .await
         .map_err(|e| format!("{flag}: cannot resolve '{s}': {e}"))?
@@ -261,7 +261,7 @@ async fn resolve(flag: &str, s: &str) -> Result<SocketAddr, String> {
 
 /// Parses a scheme; `blocks_ok` says whether the command can use FECTCP, which moves
 /// whole blocks (a file transfer can, an interactive tunnel cannot).
-fn scheme(flag: &str, s: &str, blocks_ok: bool) -> Result<Scheme, String> {
+pub(crate) fn scheme(flag: &str, s: &str, blocks_ok: bool) -> Result<Scheme, String> {
     let scheme = Scheme::parse(s).map_err(|e| format!("{flag}: {e}"))?;
     if scheme.fountain.is_some() && !blocks_ok {
         return Err(format!(

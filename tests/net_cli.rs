@@ -429,3 +429,110 @@ fn a_stopped_tunnel_resets_its_connections_and_exits_by_signal() {
     assert!(log.contains("the peer stopped"), "{log}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Starts `tcpfec perf --server --json` on an ephemeral port; returns it and its address.
+fn start_perf_server(key: &Path) -> (Child, String) {
+    let (child, line) = spawn_reporting(
+        bin().args([
+            "perf",
+            "--server",
+            "--listen",
+            "127.0.0.1:0",
+            "--json",
+            "--key-file",
+            key.to_str().unwrap(),
+        ]),
+        false,
+    );
+    let v: serde_json::Value = serde_json::from_str(&line).expect("listening event");
+    assert_eq!(v["tcp"], true, "{line}");
+    (child, v["addr"].as_str().unwrap().to_string())
+}
+
+/// Runs `tcpfec perf ADDR ARGS --json` and returns its parsed output.
+fn perf_json(addr: &str, key: &Path, args: &[&str]) -> serde_json::Value {
+    let o = bin()
+        .args(["perf", addr, "--json", "--key-file", key.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("perf --json prints one JSON document")
+}
+
+fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[test]
+fn perf_json_counts_exactly_the_bytes_it_moved_over_tcpfec_and_kernel_tcp() {
+    let (dir, key, _) = keyed_scratch("perf");
+    let (mut server, addr) = start_perf_server(&key);
+    for (args, protocol) in [
+        (&["-n", "3000001", "-P", "2", "-i", "0.2"][..], "tcpfec"),
+        (&["-n", "2MB", "-R", "--scheme", "sack"][..], "tcpfec"),
+        (&["-n", "2MB", "-R", "--tcp"][..], "TCP"),
+    ] {
+        let v = perf_json(&addr, &key, args);
+        let want = if args.contains(&"3000001") {
+            3_000_001
+        } else {
+            2_000_000
+        };
+        let end = &v["end"];
+        assert_eq!(v["start"]["test_start"]["protocol"], protocol, "{args:?}");
+        assert_eq!(u(&end["sum_sent"]["bytes"]), want, "{args:?}");
+        assert_eq!(u(&end["sum_received"]["bytes"]), want, "{args:?}");
+        let streams = end["streams"].as_array().unwrap();
+        let per_stream: u64 = streams.iter().map(|s| u(&s["receiver"]["bytes"])).sum();
+        assert_eq!(per_stream, want, "{args:?}");
+        // Every delivered byte falls in exactly one interval.
+        let in_intervals: u64 = v["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| u(&i["sum"]["bytes"]))
+            .sum();
+        assert_eq!(in_intervals, want, "{args:?}");
+        let bps = end["sum_received"]["bits_per_second"].as_f64().unwrap();
+        let secs = end["sum_received"]["seconds"].as_f64().unwrap();
+        assert!(
+            (bps - want as f64 * 8.0 / secs).abs() < 1e-6 * bps,
+            "{args:?}"
+        );
+        assert!(
+            end["cpu_utilization_percent"]["remote_total"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn perf_refuses_bad_requests_with_reasons() {
+    let (dir, key, _) = keyed_scratch("perf-bad");
+    let o = bin()
+        .args(["perf", "127.0.0.1:9", "-P", "0", "--insecure"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("-P"));
+    let (mut server, addr) = start_perf_server(&key);
+    let o = bin()
+        .args(["perf", &addr, "--tcp", "--congestion", "no-such-cc"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no-such-cc") && err.contains("offers"),
+        "{err}"
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(dir);
+}

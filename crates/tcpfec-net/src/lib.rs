@@ -19,6 +19,7 @@ mod gso;
 pub mod key;
 pub mod pacer;
 pub mod params;
+pub mod perf;
 pub mod printable;
 pub mod relay;
 pub mod replay;

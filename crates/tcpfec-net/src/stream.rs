@@ -118,6 +118,17 @@ impl Watch {
             .unwrap_or_default()
     }
 
+    /// The sending side's congestion window (segments), pacing rate (payload bytes per
+    /// second; `None` for window-only schemes) and segment size; no window once the
+    /// connection is gone.
+    pub fn window(&self) -> (Option<f64>, Option<f64>, u16) {
+        let st = self.shared.lock();
+        match st.conns.get(&self.id).and_then(|c| c.engine.as_ref()) {
+            Some(e) => (Some(e.cwnd()), e.pacing_rate(), e.config().mss),
+            None => (None, None, 0),
+        }
+    }
+
     /// Endpoint-wide counters (drops by reason).
     pub fn endpoint(&self) -> crate::stats::EndpointStats {
         self.shared.lock().stats

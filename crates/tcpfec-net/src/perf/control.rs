@@ -1,0 +1,209 @@
+//! Messages of the control connection (one JSON object per line) and the binary header
+//! that opens each data connection.
+
+use super::probe::Sample;
+use serde::{Deserialize, Serialize};
+use std::io;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// Version of the exchange; a server refuses a client of another version.
+pub const VERSION: u32 = 1;
+
+/// First bytes of a data connection, so the server tells it from a control connection
+/// (which starts with `{`).
+pub const DATA_MAGIC: [u8; 4] = *b"TFPD";
+
+/// Longest control line accepted (a garbled or hostile peer cannot make us buffer more).
+const MAX_LINE: usize = 1 << 20;
+
+/// The test a client asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Exchange version ([`VERSION`]).
+    pub version: u32,
+    /// Random id the data connections quote.
+    pub test_id: u64,
+    /// Server sends, client receives.
+    pub reverse: bool,
+    /// Seconds to send for (ignored when `bytes` is set).
+    pub seconds: f64,
+    /// Total bytes to send over all streams, instead of a duration.
+    pub bytes: Option<u64>,
+    /// Data connections.
+    pub streams: u32,
+    /// Seconds between progress reports.
+    pub interval: f64,
+    /// Kernel TCP tests: the congestion control the server's data sockets use (reverse).
+    pub congestion: Option<String>,
+}
+
+/// One side's totals for one data stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamEnd {
+    /// Bytes written (sender) or read (receiver).
+    pub bytes: u64,
+    /// Seconds from the test start to the last byte acknowledged (sender) or read
+    /// (receiver).
+    pub seconds: f64,
+    /// Counters at the end.
+    pub sample: Sample,
+}
+
+/// Totals of one side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideEnd {
+    /// Per data stream, in stream order.
+    pub streams: Vec<StreamEnd>,
+    /// CPU seconds in user mode during the test.
+    pub cpu_user: f64,
+    /// CPU seconds in the kernel during the test.
+    pub cpu_system: f64,
+    /// Wall seconds the CPU times cover.
+    pub wall: f64,
+}
+
+/// A control message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    /// Client → server: the test.
+    Hello(Hello),
+    /// Server → client: accepted; open the data connections.
+    Accept,
+    /// Server → client: refused, with the reason.
+    Refuse {
+        /// Why.
+        reason: String,
+    },
+    /// Server → client: the server's cumulative counters per stream, `elapsed` seconds
+    /// after its start.
+    Progress {
+        /// Seconds since the server saw every data connection.
+        elapsed: f64,
+        /// Per stream.
+        streams: Vec<Sample>,
+    },
+    /// Either way, once its data is done: this side's totals.
+    Done(SideEnd),
+}
+
+/// Writes one message as a JSON line.
+pub async fn send<W: AsyncWrite + Unpin>(w: &mut W, m: &Message) -> io::Result<()> {
+    let mut line = serde_json::to_vec(m).expect("messages serialize");
+    line.push(b'\n');
+    w.write_all(&line).await?;
+    w.flush().await
+}
+
+/// Reads control messages, one JSON line each.
+pub struct Reader<R> {
+    inner: BufReader<R>,
+    line: Vec<u8>,
+}
+
+impl<R: AsyncRead + Unpin> Reader<R> {
+    /// Reads from `r`.
+    pub fn new(r: R) -> Self {
+        Reader {
+            inner: BufReader::new(r),
+            line: Vec::new(),
+        }
+    }
+
+    /// The next message; `Ok(None)` at the end of the stream.
+    pub async fn next(&mut self) -> io::Result<Option<Message>> {
+        self.line.clear();
+        let n = (&mut self.inner)
+            .take(MAX_LINE as u64)
+            .read_until(b'\n', &mut self.line)
+            .await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if self.line.last() != Some(&b'\n') {
+            return Err(invalid("control line too long or cut short"));
+        }
+        serde_json::from_slice(&self.line)
+            .map(Some)
+            .map_err(|e| invalid(&format!("bad control message: {e}")))
+    }
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what.to_string())
+}
+
+/// What opens a data connection: which test and which of its streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataHeader {
+    /// The test's [`Hello::test_id`].
+    pub test_id: u64,
+    /// Stream index, 0-based.
+    pub index: u32,
+}
+
+impl DataHeader {
+    /// Encoded length.
+    pub const LEN: usize = 16;
+
+    /// `TFPD`, test id, index (big-endian).
+    pub fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[..4].copy_from_slice(&DATA_MAGIC);
+        b[4..12].copy_from_slice(&self.test_id.to_be_bytes());
+        b[12..].copy_from_slice(&self.index.to_be_bytes());
+        b
+    }
+
+    /// Decodes a header whose magic was checked.
+    pub fn decode(b: &[u8; Self::LEN]) -> Option<Self> {
+        (b[..4] == DATA_MAGIC).then(|| DataHeader {
+            test_id: u64::from_be_bytes(b[4..12].try_into().expect("8 bytes")),
+            index: u32::from_be_bytes(b[12..].try_into().expect("4 bytes")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn messages_round_trip_as_lines() {
+        let hello = Message::Hello(Hello {
+            version: VERSION,
+            test_id: 7,
+            reverse: true,
+            seconds: 3.0,
+            bytes: Some(10),
+            streams: 2,
+            interval: 1.0,
+            congestion: Some("bbr".into()),
+        });
+        let mut buf = Vec::new();
+        send(&mut buf, &hello).await.unwrap();
+        send(&mut buf, &Message::Accept).await.unwrap();
+        let mut r = Reader::new(&buf[..]);
+        assert_eq!(r.next().await.unwrap(), Some(hello));
+        assert_eq!(r.next().await.unwrap(), Some(Message::Accept));
+        assert_eq!(r.next().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_line_without_end_is_refused() {
+        let mut r = Reader::new(&b"{\"type\":\"accept\"}"[..]);
+        assert!(r.next().await.is_err());
+    }
+
+    #[test]
+    fn data_header_round_trips_and_needs_its_magic() {
+        let h = DataHeader {
+            test_id: 0x0102_0304_0506_0708,
+            index: 3,
+        };
+        assert_eq!(DataHeader::decode(&h.encode()), Some(h));
+        let mut b = h.encode();
+        b[0] = b'{';
+        assert_eq!(DataHeader::decode(&b), None);
+    }
+}

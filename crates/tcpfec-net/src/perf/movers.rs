@@ -1,0 +1,246 @@
+//! The data connections' work, the same on client and server: a sender writes test data
+//! until its time or byte budget is spent, a receiver reads to the end. Each side then
+//! tells the other it is done by ending its own direction, so the sender's time runs
+//! until the receiver has read every byte, on any transport.
+
+use super::control::StreamEnd;
+use super::probe::{Probe, Sample};
+use super::{BoxStream, BLOCK};
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::task::JoinHandle;
+
+/// How much a sender sends.
+#[derive(Debug, Clone, Copy)]
+pub enum Budget {
+    /// Until this long after the start.
+    Time(Duration),
+    /// Exactly this many bytes.
+    Bytes(u64),
+}
+
+impl Budget {
+    /// Each of `streams` streams' share of a test's budget (bytes split evenly, the
+    /// remainder to the first streams).
+    pub fn split(seconds: f64, bytes: Option<u64>, streams: u32) -> Vec<Budget> {
+        (0..streams as u64)
+            .map(|i| match bytes {
+                Some(b) => {
+                    let n = streams as u64;
+                    Budget::Bytes(b / n + u64::from(i < b % n))
+                }
+                None => Budget::Time(Duration::from_secs_f64(seconds)),
+            })
+            .collect()
+    }
+}
+
+/// Data streams at work, with their live byte counters.
+pub struct Movers {
+    /// Bytes written (senders) or read (receivers) so far, per stream.
+    pub moved: Arc<Vec<AtomicU64>>,
+    /// Counters of each stream's connection.
+    pub probes: Arc<Vec<Probe>>,
+    tasks: Vec<JoinHandle<io::Result<(u64, f64)>>>,
+}
+
+impl Movers {
+    /// Starts sending on every stream with its budget.
+    pub fn send(
+        streams: Vec<BoxStream>,
+        probes: Vec<Probe>,
+        budgets: Vec<Budget>,
+        start: Instant,
+    ) -> Self {
+        let moved: Arc<Vec<AtomicU64>> =
+            Arc::new(streams.iter().map(|_| AtomicU64::new(0)).collect());
+        let probes = Arc::new(probes);
+        let tasks = streams
+            .into_iter()
+            .zip(budgets)
+            .enumerate()
+            .map(|(i, (s, b))| {
+                let at = Counters {
+                    moved: moved.clone(),
+                    probes: probes.clone(),
+                    i,
+                };
+                tokio::spawn(send_one(s, b, start, at))
+            })
+            .collect();
+        Movers {
+            moved,
+            probes,
+            tasks,
+        }
+    }
+
+    /// Starts reading every stream to its end.
+    pub fn receive(streams: Vec<BoxStream>, probes: Vec<Probe>, start: Instant) -> Self {
+        let moved: Arc<Vec<AtomicU64>> =
+            Arc::new(streams.iter().map(|_| AtomicU64::new(0)).collect());
+        let tasks = streams
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| tokio::spawn(receive_one(s, start, moved.clone(), i)))
+            .collect();
+        Movers {
+            moved,
+            probes: Arc::new(probes),
+            tasks,
+        }
+    }
+
+    /// True once every stream is done.
+    pub fn finished(&self) -> bool {
+        self.tasks.iter().all(|t| t.is_finished())
+    }
+
+    /// Waits for every stream and returns their totals (the first error, if any).
+    pub async fn join(self) -> io::Result<Vec<StreamEnd>> {
+        let mut ends = Vec::with_capacity(self.tasks.len());
+        for (i, t) in self.tasks.into_iter().enumerate() {
+            let (bytes, seconds) = t
+                .await
+                .map_err(|e| io::Error::other(format!("stream {i}: {e}")))??;
+            ends.push(StreamEnd {
+                bytes,
+                seconds,
+                sample: self.probes[i].sample(),
+            });
+        }
+        Ok(ends)
+    }
+
+    /// Stops every stream at once.
+    pub fn abort(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// One stream's place in the shared counters.
+struct Counters {
+    moved: Arc<Vec<AtomicU64>>,
+    probes: Arc<Vec<Probe>>,
+    i: usize,
+}
+
+/// Unacknowledged bytes a timed sender keeps at most: this many congestion windows, at
+/// least [`MIN_AHEAD`]. A transport's send buffer (4 MiB in tcpfec) would otherwise hold
+/// data written before the deadline that takes long to drain on a slow path, and the
+/// test would run well past its time.
+const WINDOWS_AHEAD: u64 = 8;
+/// See [`WINDOWS_AHEAD`].
+const MIN_AHEAD: u64 = 64 * 1024;
+
+/// Writes test data until the budget is spent, ends the stream, and waits for the
+/// receiver to end its side (it does so after reading everything).
+async fn send_one(
+    mut s: BoxStream,
+    budget: Budget,
+    start: Instant,
+    at: Counters,
+) -> io::Result<(u64, f64)> {
+    // Not all zeros, so a transport that compresses or special-cases zeros gains nothing.
+    let block: Vec<u8> = (0..BLOCK).map(|k| (k * 131 % 251) as u8).collect();
+    let mut sent = 0u64;
+    loop {
+        let n = match budget {
+            Budget::Time(d) if start.elapsed() >= d => break,
+            Budget::Time(_) => match room_ahead(&at.probes[at.i], sent) {
+                0 => {
+                    // Polling is fine here: a measuring tool, and 1 ms is far below
+                    // the time the window ahead takes to drain.
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    continue;
+                }
+                room => room.min(BLOCK as u64) as usize,
+            },
+            Budget::Bytes(b) if sent >= b => break,
+            Budget::Bytes(b) => (b - sent).min(BLOCK as u64) as usize,
+        };
+        let w = s.write(&block[..n]).await?;
+        if w == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        sent += w as u64;
+        at.moved[at.i].store(sent, Ordering::Relaxed);
+    }
+    s.shutdown().await?;
+    let mut rest = [0u8; 64];
+    while s.read(&mut rest).await? > 0 {}
+    Ok((sent, start.elapsed().as_secs_f64()))
+}
+
+/// Bytes that may be written before [`WINDOWS_AHEAD`] windows are unacknowledged
+/// (unbounded for a transport whose counters cannot be read).
+fn room_ahead(probe: &Probe, sent: u64) -> u64 {
+    let s = probe.sample();
+    match s.cwnd_bytes {
+        Some(w) if s != Sample::default() => {
+            let limit = (WINDOWS_AHEAD * w).max(MIN_AHEAD);
+            limit.saturating_sub(sent.saturating_sub(s.bytes_acked))
+        }
+        _ => u64::MAX,
+    }
+}
+
+/// Reads to the end of the stream, then ends this side to say so.
+async fn receive_one(
+    mut s: BoxStream,
+    start: Instant,
+    moved: Arc<Vec<AtomicU64>>,
+    i: usize,
+) -> io::Result<(u64, f64)> {
+    let mut buf = vec![0u8; BLOCK];
+    let mut got = 0u64;
+    loop {
+        let n = s.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        got += n as u64;
+        moved[i].store(got, Ordering::Relaxed);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    s.shutdown().await?;
+    Ok((got, secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_split_evenly_with_the_remainder_first() {
+        let b: Vec<u64> = Budget::split(0.0, Some(10), 4)
+            .into_iter()
+            .map(|b| match b {
+                Budget::Bytes(n) => n,
+                Budget::Time(_) => panic!("bytes"),
+            })
+            .collect();
+        assert_eq!(b, vec![3, 3, 2, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_sender_and_a_receiver_agree_on_the_bytes() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let start = Instant::now();
+        let tx = Movers::send(
+            vec![Box::new(a)],
+            vec![Probe::None],
+            vec![Budget::Bytes(1_000_003)],
+            start,
+        );
+        let rx = Movers::receive(vec![Box::new(b)], vec![Probe::None], start);
+        let (sent, got) = (tx.join().await.unwrap(), rx.join().await.unwrap());
+        assert_eq!(sent[0].bytes, 1_000_003);
+        assert_eq!(got[0].bytes, 1_000_003);
+    }
+}

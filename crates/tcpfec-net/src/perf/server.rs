@@ -1,0 +1,298 @@
+//! The server of `tcpfec perf`: accepts tests on a tcpfec endpoint and, for comparison
+//! runs, on a kernel TCP listener at the same port; runs any number of tests at once.
+
+use super::control::{self, DataHeader, Hello, Message, SideEnd};
+use super::cpu::Meter;
+use super::movers::{Budget, Movers};
+use super::probe::Probe;
+use super::{kernel_tcp, BoxStream};
+use crate::Endpoint;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+/// Most data connections one test may ask for.
+pub const MAX_STREAMS: u32 = 128;
+/// Longest test, seconds.
+pub const MAX_SECONDS: f64 = 86_400.0;
+/// How long a test waits for its data connections.
+const GATHER: Duration = Duration::from_secs(10);
+
+/// What the server tells its operator.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A test began.
+    Started {
+        /// The client's address.
+        peer: SocketAddr,
+        /// "tcpfec" or "TCP".
+        transport: &'static str,
+        /// The test.
+        hello: Hello,
+    },
+    /// A test ended: this side's and the client's totals.
+    Finished {
+        /// The client's address.
+        peer: SocketAddr,
+        /// "tcpfec" or "TCP".
+        transport: &'static str,
+        /// The test.
+        hello: Hello,
+        /// The server's totals.
+        server: SideEnd,
+        /// The client's totals (if it sent them).
+        client: Option<SideEnd>,
+    },
+    /// A test failed.
+    Failed {
+        /// The client's address.
+        peer: SocketAddr,
+        /// What went wrong.
+        error: String,
+    },
+}
+
+/// Tests waiting for their data connections.
+#[derive(Default)]
+struct Pending {
+    tests: Mutex<HashMap<u64, Slot>>,
+}
+
+struct Slot {
+    streams: Vec<Option<(BoxStream, Probe)>>,
+    ready: Arc<Notify>,
+}
+
+/// Serves tests until the endpoint and listener are gone; `log` hears every event.
+pub async fn serve(
+    endpoint: Option<Arc<Endpoint>>,
+    tcp: Option<TcpListener>,
+    log: Arc<dyn Fn(Event) + Send + Sync>,
+) {
+    let pending = Arc::new(Pending::default());
+    loop {
+        let (stream, probe, peer, transport): (BoxStream, Probe, SocketAddr, &'static str) = tokio::select! {
+            s = async { endpoint.as_ref()?.accept().await }, if endpoint.is_some() => {
+                let Some(s) = s else { return };
+                let peer = s.peer_addr();
+                let probe = Probe::Tcpfec(s.watch());
+                (Box::new(s), probe, peer, "tcpfec")
+            }
+            s = async { tcp.as_ref().expect("guarded").accept().await }, if tcp.is_some() => {
+                let Ok((s, peer)) = s else { continue };
+                let _ = s.set_nodelay(true);
+                let probe = kernel_tcp::probe(&s);
+                (Box::new(s), probe, peer, "TCP")
+            }
+        };
+        let (pending, log) = (pending.clone(), log.clone());
+        tokio::spawn(async move {
+            if let Err(e) = on_connection(stream, probe, peer, transport, &pending, &log).await {
+                log(Event::Failed {
+                    peer,
+                    error: e.to_string(),
+                });
+            }
+        });
+    }
+}
+
+/// Tells a control connection (starts with `{`) from a data connection (starts with
+/// the data magic) and handles it.
+async fn on_connection(
+    stream: BoxStream,
+    probe: Probe,
+    peer: SocketAddr,
+    transport: &'static str,
+    pending: &Pending,
+    log: &Arc<dyn Fn(Event) + Send + Sync>,
+) -> io::Result<()> {
+    let mut r = BufReader::new(stream);
+    let first = tokio::time::timeout(GATHER, r.fill_buf())
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "nothing sent"))??
+        .first()
+        .copied();
+    match first {
+        Some(b'{') => control_connection(Box::new(r), peer, transport, pending, log).await,
+        Some(b) if b == control::DATA_MAGIC[0] => {
+            let mut h = [0u8; DataHeader::LEN];
+            r.read_exact(&mut h).await?;
+            let h = DataHeader::decode(&h)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad data header"))?;
+            let mut tests = pending.tests.lock().expect("not poisoned");
+            let slot = tests.get_mut(&h.test_id).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidData, "data for an unknown test")
+            })?;
+            let place = slot
+                .streams
+                .get_mut(h.index as usize)
+                .filter(|p| p.is_none())
+                .ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::InvalidData, "bad or repeated stream index")
+                })?;
+            *place = Some((Box::new(r), probe));
+            if slot.streams.iter().all(Option::is_some) {
+                slot.ready.notify_one();
+            }
+            Ok(())
+        }
+        Some(_) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a perf client",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Runs one test: checks the request, gathers the data connections, moves data, reports
+/// progress and totals.
+async fn control_connection(
+    ctl: BoxStream,
+    peer: SocketAddr,
+    transport: &'static str,
+    pending: &Pending,
+    log: &Arc<dyn Fn(Event) + Send + Sync>,
+) -> io::Result<()> {
+    let (ctl_r, mut ctl_w) = tokio::io::split(ctl);
+    let mut ctl_r = control::Reader::new(ctl_r);
+    let hello = match ctl_r.next().await? {
+        Some(Message::Hello(h)) => h,
+        _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "expected hello")),
+    };
+    if let Err(reason) = check(&hello) {
+        control::send(
+            &mut ctl_w,
+            &Message::Refuse {
+                reason: reason.clone(),
+            },
+        )
+        .await?;
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, reason));
+    }
+    let ready = Arc::new(Notify::new());
+    pending.tests.lock().expect("not poisoned").insert(
+        hello.test_id,
+        Slot {
+            streams: (0..hello.streams).map(|_| None).collect(),
+            ready: ready.clone(),
+        },
+    );
+    control::send(&mut ctl_w, &Message::Accept).await?;
+    let gathered = tokio::time::timeout(GATHER, ready.notified()).await;
+    let slot = pending
+        .tests
+        .lock()
+        .expect("not poisoned")
+        .remove(&hello.test_id);
+    if gathered.is_err() {
+        let reason = "not every data connection arrived within 10 s".to_string();
+        control::send(
+            &mut ctl_w,
+            &Message::Refuse {
+                reason: reason.clone(),
+            },
+        )
+        .await?;
+        return Err(io::Error::new(io::ErrorKind::TimedOut, reason));
+    }
+    let (streams, probes): (Vec<BoxStream>, Vec<Probe>) = slot
+        .expect("present until removed here")
+        .streams
+        .into_iter()
+        .map(|s| s.expect("all gathered"))
+        .unzip();
+    if let (true, Some(cc)) = (hello.reverse, &hello.congestion) {
+        for p in &probes {
+            #[cfg(target_os = "linux")]
+            if let Probe::Kernel(fd) = p {
+                kernel_tcp::set_congestion(fd, cc)?;
+            }
+            let _ = (p, cc);
+        }
+    }
+    log(Event::Started {
+        peer,
+        transport,
+        hello: hello.clone(),
+    });
+    let meter = Meter::start();
+    let start = Instant::now();
+    let movers = if hello.reverse {
+        let budgets = Budget::split(hello.seconds, hello.bytes, hello.streams);
+        Movers::send(streams, probes, budgets, start)
+    } else {
+        Movers::receive(streams, probes, start)
+    };
+    let period = Duration::from_secs_f64(hello.interval);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    while !movers.finished() {
+        tokio::select! {
+            _ = tick.tick() => {
+                let streams = movers.probes.iter().map(Probe::sample).collect();
+                let elapsed = start.elapsed().as_secs_f64();
+                if control::send(&mut ctl_w, &Message::Progress { elapsed, streams }).await.is_err() {
+                    movers.abort();
+                    return Err(io::Error::other("the client closed the control connection"));
+                }
+            }
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+    let ends = movers.join().await?;
+    let (cpu_user, cpu_system, wall) = meter.read();
+    let server = SideEnd {
+        streams: ends,
+        cpu_user,
+        cpu_system,
+        wall,
+    };
+    control::send(&mut ctl_w, &Message::Done(server.clone())).await?;
+    let client = match tokio::time::timeout(Duration::from_secs(30), ctl_r.next()).await {
+        Ok(Ok(Some(Message::Done(end)))) => Some(end),
+        _ => None,
+    };
+    log(Event::Finished {
+        peer,
+        transport,
+        hello,
+        server,
+        client,
+    });
+    Ok(())
+}
+
+/// Why a requested test cannot run, if it cannot.
+fn check(h: &Hello) -> Result<(), String> {
+    if h.version != control::VERSION {
+        return Err(format!(
+            "perf protocol version {} (this server speaks {})",
+            h.version,
+            control::VERSION
+        ));
+    }
+    if h.streams == 0 || h.streams > MAX_STREAMS {
+        return Err(format!("streams must be 1 to {MAX_STREAMS}"));
+    }
+    if h.bytes.is_none() && !(h.seconds > 0.0 && h.seconds <= MAX_SECONDS) {
+        return Err(format!("seconds must be above 0 and at most {MAX_SECONDS}"));
+    }
+    if !(h.interval >= 0.1 && h.interval <= 3600.0) {
+        return Err("interval must be 0.1 to 3600 seconds".into());
+    }
+    if let Some(cc) = &h.congestion {
+        let known = kernel_tcp::available();
+        if !known.is_empty() && !known.iter().any(|k| k == cc) {
+            return Err(format!(
+                "this kernel has no TCP congestion control '{cc}' (it offers: {})",
+                known.join(" ")
+            ));
+        }
+    }
+    Ok(())
+}

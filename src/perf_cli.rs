@@ -1,0 +1,707 @@
+//! `tcpfec perf`: the command line of the iperf3-like test (`tcpfec_net::perf`): flags,
+//! live interval lines, the end summary, iperf3-shaped JSON, and `--compare` races.
+
+use crate::net_cli::{resolve, runtime, scheme, Security};
+use clap::Args;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tcpfec_net::perf::client::{self, Connector, Interval, IntervalStream, Options, Report};
+use tcpfec_net::perf::control::{SideEnd, StreamEnd};
+use tcpfec_net::perf::server::{self, Event};
+use tcpfec_net::perf::{kernel_tcp, Transport};
+use tcpfec_net::{Endpoint, EndpointConfig, DEFAULT_SCHEME};
+use tcpfec_proto::Scheme;
+
+/// Port used when an address gives none (iperf3's).
+pub const DEFAULT_PORT: u16 = 5201;
+
+/// `tcpfec perf`.
+#[derive(Args)]
+#[command(
+    override_usage = "tcpfec perf --server [--listen ADDR] [OPTIONS]\n       \
+                             tcpfec perf HOST[:PORT] [-t SECONDS | -n BYTES] [-P STREAMS] [-R] [--tcp | --compare] [OPTIONS]"
+)]
+pub struct PerfArgs {
+    /// The server to test against (port 5201 if none is given).
+    #[arg(value_name = "HOST[:PORT]", required_unless_present = "server")]
+    addr: Option<String>,
+    /// Run as the server: answer tests over tcpfec (UDP) and, at the same port number,
+    /// over kernel TCP for `--tcp` and `--compare` clients.
+    #[arg(short = 's', long, conflicts_with = "addr")]
+    server: bool,
+    /// Server: the address to listen on (UDP and TCP).
+    #[arg(long, default_value = "0.0.0.0:5201", requires = "server")]
+    listen: String,
+    /// Server: serve tcpfec only (no kernel TCP listener).
+    #[arg(long, requires = "server")]
+    no_tcp: bool,
+    /// Seconds to send for.
+    #[arg(
+        short = 't',
+        long = "time",
+        default_value_t = 10.0,
+        value_name = "SECONDS"
+    )]
+    seconds: f64,
+    /// Send exactly this many bytes instead (e.g. 10MB, 1GiB, 5000000); the test ends
+    /// when the receiver has them all.
+    #[arg(short = 'n', long = "bytes", value_name = "BYTES")]
+    bytes: Option<String>,
+    /// Parallel data connections.
+    #[arg(
+        short = 'P',
+        long = "parallel",
+        default_value_t = 1,
+        value_name = "STREAMS"
+    )]
+    streams: u32,
+    /// Reverse: the server sends, the client receives.
+    #[arg(short = 'R', long)]
+    reverse: bool,
+    /// Seconds between interval lines.
+    #[arg(short = 'i', long, default_value_t = 1.0, value_name = "SECONDS")]
+    interval: f64,
+    /// Scheme of the data direction (`tcpfec schemes` lists them; see `tcpfec send
+    /// --help` for the default, auto). On the server: the scheme for clients that name
+    /// none.
+    #[arg(long, default_value = DEFAULT_SCHEME)]
+    scheme: String,
+    /// Run the test over kernel TCP to the same server instead of tcpfec.
+    #[arg(long, conflicts_with = "compare")]
+    tcp: bool,
+    /// Kernel TCP congestion control for `--tcp` (e.g. cubic, bbr; default: the
+    /// system's). With `--compare`, a comma-separated list [default: cubic and bbr, those
+    /// the kernel has].
+    #[arg(long, value_delimiter = ',')]
+    congestion: Vec<String>,
+    /// Run the test over tcpfec, then over kernel TCP with each `--congestion`, and
+    /// print them side by side.
+    #[arg(long)]
+    compare: bool,
+    #[command(flatten)]
+    security: Security,
+    /// Output JSON in iperf3's shape (plus tcpfec's own fields) instead of text.
+    #[arg(long, short = 'J')]
+    json: bool,
+}
+
+/// `tcpfec perf`.
+pub fn perf(a: PerfArgs) -> Result<(), String> {
+    if !(a.interval >= 0.1 && a.interval <= 3600.0) {
+        return Err("-i: give 0.1 to 3600 seconds".into());
+    }
+    if a.streams == 0 || a.streams > server::MAX_STREAMS {
+        return Err(format!("-P: give 1 to {} streams", server::MAX_STREAMS));
+    }
+    if a.server {
+        return serve(a);
+    }
+    let bytes = a
+        .bytes
+        .as_deref()
+        .map(|b| parse_bytes(b).map_err(|e| format!("-n: {e}")))
+        .transpose()?;
+    if bytes.is_none() && !(a.seconds > 0.0 && a.seconds <= server::MAX_SECONDS) {
+        return Err("-t: give seconds above 0, at most a day".into());
+    }
+    if a.tcp && a.congestion.len() > 1 {
+        return Err("--congestion: give one name with --tcp (a list needs --compare)".into());
+    }
+    let opts = Options {
+        seconds: a.seconds,
+        bytes,
+        streams: a.streams,
+        reverse: a.reverse,
+        interval: a.interval,
+    };
+    let tcp_only = a.tcp;
+    let key = if tcp_only {
+        None
+    } else {
+        Some(a.security.key()?)
+    };
+    let data_scheme = scheme("--scheme", &a.scheme, false)?;
+    let addr_text = with_port(a.addr.as_deref().expect("clap requires it"));
+    let mut runs: Vec<Option<String>> = Vec::new();
+    if a.compare {
+        runs.push(None);
+        let ccs = if a.congestion.is_empty() {
+            let have = kernel_tcp::available();
+            let picks: Vec<String> = ["cubic", "bbr"]
+                .iter()
+                .filter(|c| have.iter().any(|h| h == *c))
+                .map(|c| c.to_string())
+                .collect();
+            if picks.is_empty() {
+                vec![String::new()]
+            } else {
+                picks
+            }
+        } else {
+            a.congestion.clone()
+        };
+        runs.extend(ccs.into_iter().map(Some));
+    } else if tcp_only {
+        runs.push(Some(a.congestion.first().cloned().unwrap_or_default()));
+    } else {
+        runs.push(None);
+    }
+    let json_out = a.json;
+    runtime()?.block_on(async move {
+        let server = resolve("HOST:PORT", &addr_text).await?;
+        let mut reports = Vec::new();
+        for run in runs {
+            let report = match run {
+                None => {
+                    let key = key.clone().expect("tcpfec runs have a key decision");
+                    let mut cfg = EndpointConfig::new(key, data_scheme.clone());
+                    // The data direction uses --scheme either way; the other direction
+                    // carries only acknowledgements and control lines.
+                    let sack = Scheme::parse("sack").expect("built-in");
+                    if opts.reverse {
+                        cfg.scheme = sack;
+                        cfg.peer_scheme = Some(data_scheme.clone());
+                    } else {
+                        cfg.peer_scheme = Some(sack);
+                    }
+                    let ep = Endpoint::client(cfg)
+                        .await
+                        .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+                    let c = Connector::Tcpfec(&ep, data_scheme.name.clone());
+                    let r = one_run(&c, server, &opts, json_out).await;
+                    drop(c);
+                    // Let final acknowledgements go out; the test is already measured.
+                    ep.wait_idle(Duration::from_secs(1)).await;
+                    r?
+                }
+                Some(cc) => {
+                    let cc = (!cc.is_empty()).then_some(cc);
+                    one_run(&Connector::Tcp(cc), server, &opts, json_out).await?
+                }
+            };
+            reports.push(report);
+        }
+        if json_out {
+            let v: Vec<Value> = reports.iter().map(report_json).collect();
+            let out = if v.len() == 1 {
+                v.into_iter().next().expect("one")
+            } else {
+                json!({ "runs": v })
+            };
+            println!("{}", serde_json::to_string_pretty(&out).expect("json"));
+        } else if reports.len() > 1 {
+            println!();
+            print!("{}", compare_table(&reports));
+        }
+        Ok(())
+    })
+}
+
+/// Runs one test, printing its lines as they come unless JSON is wanted.
+async fn one_run(
+    c: &Connector<'_>,
+    server: SocketAddr,
+    opts: &Options,
+    json_out: bool,
+) -> Result<Report, String> {
+    let transport = c.transport();
+    if !json_out {
+        println!(
+            "Connecting to {server} over {}{}",
+            transport.label(),
+            if opts.reverse {
+                " (reverse: the server sends)"
+            } else {
+                ""
+            }
+        );
+        println!("{}", header());
+    }
+    let streams = opts.streams;
+    let mut on_interval = |iv: &Interval| {
+        if json_out {
+            return;
+        }
+        if streams > 1 {
+            for (i, s) in iv.streams.iter().enumerate() {
+                println!("{}", interval_line(&format!("{:>3}", i + 1), iv, s));
+            }
+        }
+        let label = if streams > 1 {
+            "SUM".to_string()
+        } else {
+            "  1".into()
+        };
+        println!("{}", interval_line(&label, iv, &iv.sum()));
+    };
+    let r = client::run(c, server, opts, &mut on_interval)
+        .await
+        .map_err(|e| format!("{}: {e}", transport.label()))?;
+    if !json_out {
+        print!("{}", summary(&r));
+    }
+    Ok(r)
+}
+
+fn header() -> String {
+    format!(
+        "[ ID] {:<17} {:>13} {:>16} {:>6} {:>7} {:>7} {:>9}  {}",
+        "Interval", "Transfer", "Bitrate", "Retr", "Repair", "FEC-rec", "RTT", "Cwnd / pacing"
+    )
+}
+
+fn interval_line(id: &str, iv: &Interval, s: &IntervalStream) -> String {
+    let secs = (iv.end - iv.start).max(1e-9);
+    let window = match (s.cwnd_bytes, s.pacing_bps) {
+        (Some(c), Some(p)) => format!("{} / {}", size(c as f64), rate(p)),
+        (Some(c), None) => size(c as f64),
+        (None, Some(p)) => rate(p),
+        (None, None) => "-".into(),
+    };
+    format!(
+        "[{id}] {:>6.2}-{:<6.2} sec {:>13} {:>16} {:>6} {:>7} {:>7} {:>9}  {}",
+        iv.start,
+        iv.end,
+        size(s.bytes as f64),
+        rate(s.bytes as f64 * 8.0 / secs),
+        s.retransmits,
+        s.repairs_sent,
+        s.recovered,
+        s.rtt_us
+            .map_or("-".into(), |r| format!("{:.1} ms", r as f64 / 1e3)),
+        window
+    )
+}
+
+/// Totals of one side: bytes, and seconds until the last stream finished.
+fn side_total(e: &SideEnd) -> (u64, f64) {
+    (
+        e.streams.iter().map(|s| s.bytes).sum(),
+        e.streams.iter().map(|s| s.seconds).fold(0.0, f64::max),
+    )
+}
+
+fn sum_samples(e: &SideEnd, f: impl Fn(&StreamEnd) -> u64) -> u64 {
+    e.streams.iter().map(f).sum()
+}
+
+/// Bytes per CPU-second of one side (its whole process: endpoint, crypto, test data).
+fn bytes_per_cpu_second(e: &SideEnd, bytes: u64) -> f64 {
+    bytes as f64 / (e.cpu_user + e.cpu_system).max(1e-9)
+}
+
+fn summary(r: &Report) -> String {
+    let (sb, ss) = side_total(&r.sender);
+    let (rb, rs) = side_total(&r.receiver);
+    let retr = sum_samples(&r.sender, |s| s.sample.retransmits);
+    let rep = sum_samples(&r.sender, |s| s.sample.repairs_sent);
+    let rec = sum_samples(&r.receiver, |s| s.sample.recovered);
+    let cpu = |e: &SideEnd| 100.0 * (e.cpu_user + e.cpu_system) / e.wall.max(1e-9);
+    let mut out = String::new();
+    out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+    out.push_str(&format!(
+        "[SUM] {:>6.2}-{:<6.2} sec {:>13} {:>16} {:>6} {:>7} {:>7}            sender\n",
+        0.0,
+        ss,
+        size(sb as f64),
+        rate(sb as f64 * 8.0 / ss.max(1e-9)),
+        retr,
+        rep,
+        "",
+    ));
+    out.push_str(&format!(
+        "[SUM] {:>6.2}-{:<6.2} sec {:>13} {:>16} {:>6} {:>7} {:>7}            receiver\n",
+        0.0,
+        rs,
+        size(rb as f64),
+        rate(rb as f64 * 8.0 / rs.max(1e-9)),
+        "",
+        "",
+        rec,
+    ));
+    out.push_str(&format!(
+        "CPU: sender {:.1} % ({} per CPU-second), receiver {:.1} % ({} per CPU-second)\n",
+        cpu(&r.sender),
+        size(bytes_per_cpu_second(&r.sender, sb)),
+        cpu(&r.receiver),
+        size(bytes_per_cpu_second(&r.receiver, rb)),
+    ));
+    if sb != rb {
+        out.push_str(&format!(
+            "note: the receiver read {rb} bytes of the {sb} sent (the test ended early)\n"
+        ));
+    }
+    out
+}
+
+/// The `--compare` table: one row per transport.
+fn compare_table(reports: &[Report]) -> String {
+    let mut out = format!(
+        "{:<24} {:>14} {:>10} {:>8} {:>8} {:>8} {:>11}\n",
+        "transport", "goodput", "seconds", "retr", "repair", "fec-rec", "timeouts"
+    );
+    for r in reports {
+        let (rb, rs) = side_total(&r.receiver);
+        out.push_str(&format!(
+            "{:<24} {:>14} {:>10.2} {:>8} {:>8} {:>8} {:>11}\n",
+            r.transport.label(),
+            rate(rb as f64 * 8.0 / rs.max(1e-9)),
+            rs,
+            sum_samples(&r.sender, |s| s.sample.retransmits),
+            sum_samples(&r.sender, |s| s.sample.repairs_sent),
+            sum_samples(&r.receiver, |s| s.sample.recovered),
+            sum_samples(&r.sender, |s| s.sample.timeouts),
+        ));
+    }
+    out
+}
+
+/// iperf3's JSON for one test, plus tcpfec's fields under `tcpfec` keys.
+pub fn report_json(r: &Report) -> Value {
+    let protocol = match &r.transport {
+        Transport::Tcpfec { .. } => "tcpfec",
+        Transport::Tcp { .. } => "TCP",
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let n = r.hello.streams as usize;
+    let client_sends = r.client_sent;
+    let intervals: Vec<Value> = r
+        .intervals
+        .iter()
+        .map(|iv| {
+            let streams: Vec<Value> = iv
+                .streams
+                .iter()
+                .enumerate()
+                .map(|(i, s)| interval_json(i as i64 + 1, iv, s, client_sends))
+                .collect();
+            json!({ "streams": streams, "sum": interval_json(0, iv, &iv.sum(), client_sends) })
+        })
+        .collect();
+    let end_stream = |socket: usize, e: &StreamEnd, sender: bool| {
+        let mut v = json!({
+            "socket": socket,
+            "start": 0.0,
+            "end": e.seconds,
+            "seconds": e.seconds,
+            "bytes": e.bytes,
+            "bits_per_second": e.bytes as f64 * 8.0 / e.seconds.max(1e-9),
+            "sender": sender,
+        });
+        if sender {
+            v["retransmits"] = json!(e.sample.retransmits);
+            v["tcpfec_repairs_sent"] = json!(e.sample.repairs_sent);
+            v["tcpfec_timeouts"] = json!(e.sample.timeouts);
+            v["max_rtt"] = json!(e.sample.rtt_us);
+        } else {
+            v["tcpfec_recovered"] = json!(e.sample.recovered);
+        }
+        v
+    };
+    let streams: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({
+                "sender": r.sender.streams.get(i).map(|e| end_stream(i + 1, e, true)),
+                "receiver": r.receiver.streams.get(i).map(|e| end_stream(i + 1, e, false)),
+            })
+        })
+        .collect();
+    let (sb, ss) = side_total(&r.sender);
+    let (rb, rs) = side_total(&r.receiver);
+    let pct = |e: &SideEnd, x: f64| 100.0 * x / e.wall.max(1e-9);
+    let (local, remote) = (r.local(), r.remote());
+    let cc = match &r.transport {
+        Transport::Tcp { congestion } => congestion.clone().unwrap_or_else(system_congestion),
+        Transport::Tcpfec { scheme } => scheme.clone(),
+    };
+    json!({
+        "start": {
+            "connected": (1..=n).map(|i| json!({
+                "socket": i,
+                "remote_host": r.server.ip().to_string(),
+                "remote_port": r.server.port(),
+            })).collect::<Vec<_>>(),
+            "version": format!("tcpfec {}", env!("CARGO_PKG_VERSION")),
+            "timestamp": { "timesecs": now },
+            "connecting_to": { "host": r.server.ip().to_string(), "port": r.server.port() },
+            "cookie": format!("{:016x}", r.hello.test_id),
+            "test_start": {
+                "protocol": protocol,
+                "num_streams": n,
+                "blksize": tcpfec_net::perf::BLOCK,
+                "omit": 0,
+                "duration": if r.hello.bytes.is_some() { 0.0 } else { r.hello.seconds },
+                "bytes": r.hello.bytes.unwrap_or(0),
+                "blocks": 0,
+                "reverse": u8::from(r.hello.reverse),
+            },
+            "tcpfec": { "transport": r.transport.label() },
+        },
+        "intervals": intervals,
+        "end": {
+            "streams": streams,
+            "sum_sent": {
+                "start": 0.0, "end": ss, "seconds": ss, "bytes": sb,
+                "bits_per_second": sb as f64 * 8.0 / ss.max(1e-9),
+                "retransmits": sum_samples(&r.sender, |s| s.sample.retransmits),
+                "sender": true,
+                "tcpfec_repairs_sent": sum_samples(&r.sender, |s| s.sample.repairs_sent),
+                "tcpfec_timeouts": sum_samples(&r.sender, |s| s.sample.timeouts),
+            },
+            "sum_received": {
+                "start": 0.0, "end": rs, "seconds": rs, "bytes": rb,
+                "bits_per_second": rb as f64 * 8.0 / rs.max(1e-9),
+                "sender": false,
+                "tcpfec_recovered": sum_samples(&r.receiver, |s| s.sample.recovered),
+            },
+            "cpu_utilization_percent": {
+                "host_total": pct(local, local.cpu_user + local.cpu_system),
+                "host_user": pct(local, local.cpu_user),
+                "host_system": pct(local, local.cpu_system),
+                "remote_total": pct(remote, remote.cpu_user + remote.cpu_system),
+                "remote_user": pct(remote, remote.cpu_user),
+                "remote_system": pct(remote, remote.cpu_system),
+            },
+            "sender_tcp_congestion": cc,
+            "receiver_tcp_congestion": cc,
+            "tcpfec": {
+                "sender_bytes_per_cpu_second": bytes_per_cpu_second(&r.sender, sb),
+                "receiver_bytes_per_cpu_second": bytes_per_cpu_second(&r.receiver, rb),
+            },
+        },
+    })
+}
+
+fn interval_json(socket: i64, iv: &Interval, s: &IntervalStream, sender: bool) -> Value {
+    let secs = iv.end - iv.start;
+    let mut v = json!({
+        "start": iv.start,
+        "end": iv.end,
+        "seconds": secs,
+        "bytes": s.bytes,
+        "bits_per_second": s.bytes as f64 * 8.0 / secs.max(1e-9),
+        "retransmits": s.retransmits,
+        "omitted": false,
+        "sender": sender,
+        "tcpfec_repairs_sent": s.repairs_sent,
+        "tcpfec_recovered": s.recovered,
+        "tcpfec_pacing_bps": s.pacing_bps,
+    });
+    if socket > 0 {
+        v["socket"] = json!(socket);
+    }
+    if let Some(c) = s.cwnd_bytes {
+        v["snd_cwnd"] = json!(c);
+    }
+    if let Some(r) = s.rtt_us {
+        v["rtt"] = json!(r);
+    }
+    v
+}
+
+fn system_congestion() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// `tcpfec perf --server`.
+fn serve(a: PerfArgs) -> Result<(), String> {
+    let key = a.security.key()?;
+    let cfg = EndpointConfig::new(key, scheme("--scheme", &a.scheme, false)?);
+    let json_out = a.json;
+    runtime()?.block_on(async move {
+        let listen = resolve("--listen", &with_port(&a.listen)).await?;
+        let ep = Endpoint::bind(listen, cfg, true)
+            .await
+            .map_err(|e| format!("--listen {listen} (UDP): {e}"))?;
+        let local = ep.local_addr().map_err(|e| e.to_string())?;
+        let tcp = if a.no_tcp {
+            None
+        } else {
+            // The same port number, so clients find both at one address.
+            match tokio::net::TcpListener::bind(local).await {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    eprintln!(
+                        "warning: no kernel TCP listener at {local}: {e}; serving tcpfec only"
+                    );
+                    None
+                }
+            }
+        };
+        if json_out {
+            println!(
+                "{}",
+                json!({"event": "listening", "addr": local.to_string(), "tcp": tcp.is_some()})
+            );
+        } else {
+            eprintln!(
+                "perf server listening on {local} (tcpfec{})",
+                if tcp.is_some() { " and kernel TCP" } else { "" }
+            );
+        }
+        let log: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |e| server_event(&e, json_out));
+        server::serve(Some(Arc::new(ep)), tcp, log).await;
+        Ok(())
+    })
+}
+
+fn server_event(e: &Event, json_out: bool) {
+    match e {
+        Event::Started {
+            peer,
+            transport,
+            hello,
+        } => {
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"event": "started", "peer": peer.to_string(), "protocol": transport,
+                    "streams": hello.streams, "reverse": hello.reverse, "seconds": hello.seconds, "bytes": hello.bytes})
+                );
+            } else {
+                eprintln!(
+                    "{peer}: {transport} test, {} stream(s), {}, {}",
+                    hello.streams,
+                    if hello.reverse {
+                        "server sends"
+                    } else {
+                        "client sends"
+                    },
+                    hello
+                        .bytes
+                        .map_or(format!("{} s", hello.seconds), |b| format!("{b} bytes"))
+                );
+            }
+        }
+        Event::Finished {
+            peer,
+            transport,
+            server,
+            hello,
+            ..
+        } => {
+            let (b, s) = side_total(server);
+            let role = if hello.reverse { "sent" } else { "received" };
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"event": "finished", "peer": peer.to_string(), "protocol": transport,
+                    role: b, "seconds": s, "bits_per_second": b as f64 * 8.0 / s.max(1e-9)})
+                );
+            } else {
+                eprintln!(
+                    "{peer}: {transport} test done: {role} {} in {s:.2} s, {}",
+                    size(b as f64),
+                    rate(b as f64 * 8.0 / s.max(1e-9))
+                );
+            }
+        }
+        Event::Failed { peer, error } => {
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"event": "failed", "peer": peer.to_string(), "error": error})
+                );
+            } else {
+                eprintln!("{peer}: test failed: {error}");
+            }
+        }
+    }
+}
+
+/// `HOST` → `HOST:5201`; addresses with a port (and bracketed IPv6 with one) are kept.
+fn with_port(s: &str) -> String {
+    let has_port = if let Some(rest) = s.strip_prefix('[') {
+        rest.contains("]:")
+    } else {
+        s.matches(':').count() == 1
+    };
+    if has_port {
+        s.to_string()
+    } else if s.contains(':') {
+        format!("[{s}]:{DEFAULT_PORT}")
+    } else {
+        format!("{s}:{DEFAULT_PORT}")
+    }
+}
+
+/// Parses `10MB`, `1GiB`, `5000000`, `64K` (decimal SI and binary IEC units).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let x: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a byte count (e.g. 10MB, 1GiB, 5000000)"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "t" | "tb" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024f64.powi(4),
+        u => {
+            return Err(format!(
+                "unknown unit '{u}' in '{s}' (use B, KB, MB, GB, KiB, MiB, GiB)"
+            ))
+        }
+    };
+    let v = (x * mult).round();
+    if !(1.0..1e18).contains(&v) {
+        return Err(format!("'{s}': give at least one byte"));
+    }
+    Ok(v as u64)
+}
+
+fn size(bytes: f64) -> String {
+    if bytes >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2} GBytes", bytes / (1024.0 * 1024.0 * 1024.0))
+    } else if bytes >= 1024.0 * 1024.0 {
+        format!("{:.2} MBytes", bytes / (1024.0 * 1024.0))
+    } else {
+        format!("{:.1} KBytes", bytes / 1024.0)
+    }
+}
+
+fn rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.2} Gbits/sec", bps / 1e9)
+    } else {
+        format!("{:.1} Mbits/sec", bps / 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_take_si_and_iec_units() {
+        assert_eq!(parse_bytes("5000000").unwrap(), 5_000_000);
+        assert_eq!(parse_bytes("10MB").unwrap(), 10_000_000);
+        assert_eq!(parse_bytes("1GiB").unwrap(), 1 << 30);
+        assert_eq!(parse_bytes("1.5k").unwrap(), 1500);
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("ten").is_err());
+        assert!(parse_bytes("3 parsecs").is_err());
+    }
+
+    #[test]
+    fn addresses_get_the_default_port_only_when_they_lack_one() {
+        assert_eq!(with_port("10.0.0.1"), "10.0.0.1:5201");
+        assert_eq!(with_port("host:7000"), "host:7000");
+        assert_eq!(with_port("::1"), "[::1]:5201");
+        assert_eq!(with_port("[::1]:9"), "[::1]:9");
+    }
+}
