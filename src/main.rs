@@ -5,6 +5,7 @@ mod bench_fuzz;
 mod calibrate;
 mod compare;
 mod demo;
+mod emu_cli;
 mod model;
 mod net_bench;
 mod net_cli;
@@ -96,6 +97,9 @@ enum Command {
         #[command(subcommand)]
         side: net_cli::TunnelSide,
     },
+    /// A link emulator for any IP traffic (kernel TCP too): two network namespaces joined
+    /// by a link with rate, delay, queue and loss, until Ctrl-C. Needs root.
+    Emu(emu_cli::EmuArgs),
     /// Measure throughput like iperf3: `perf --server` on one machine, `perf HOST` on
     /// the other. Runs over tcpfec, or over kernel TCP to the same server (`--tcp`,
     /// `--compare`) to race the two on one path.
@@ -501,6 +505,7 @@ fn main() -> ExitCode {
         Command::Tunnel { side } => net_cli::tunnel(side),
         Command::Relay(a) => net_cli::relay(a),
         Command::Perf(a) => perf_cli::perf(*a),
+        Command::Emu(a) => emu_cli::emu(a),
         Command::Bench {
             what: BenchWhat::Net(a),
         } => net_bench::run(a),

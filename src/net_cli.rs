@@ -206,6 +206,20 @@ pub struct RelayArgs {
     /// UDP address to forward to.
     #[arg(long)]
     to: String,
+    #[command(flatten)]
+    link: LinkArgs,
+    /// Most clients (source addresses) served at once; datagrams from more are dropped.
+    #[arg(long, default_value_t = tcpfec_net::relay::DEFAULT_MAX_SOURCES, value_name = "N")]
+    max_sources: usize,
+    /// Seconds without a datagram from a client after which its upstream socket closes.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    idle_expiry: f64,
+}
+
+/// The emulated link, shared by `relay` and `emu`. "Forward" is listen → to for the
+/// relay, a → b for the emulator.
+#[derive(Args, Clone)]
+pub struct LinkArgs {
     /// Link rate each way, e.g. 50mbit [default: unlimited].
     #[arg(long)]
     rate: Option<String>,
@@ -220,27 +234,94 @@ pub struct RelayArgs {
     /// more are dropped.
     #[arg(long, default_value_t = tcpfec_net::relay::DEFAULT_MAX_BYTES, value_name = "BYTES")]
     max_bytes: usize,
-    /// Most clients (source addresses) served at once; datagrams from more are dropped.
-    #[arg(long, default_value_t = tcpfec_net::relay::DEFAULT_MAX_SOURCES, value_name = "N")]
-    max_sources: usize,
-    /// Seconds without a datagram from a client after which its upstream socket closes.
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
-    idle_expiry: f64,
-    /// Random loss listen → to, e.g. 1%.
+    /// Random loss forward (relay: listen → to; emu: a → b), e.g. 1%.
     #[arg(long, default_value = "0")]
     loss: String,
-    /// Gilbert-Elliott loss listen → to instead: p,r,h,k.
+    /// Gilbert-Elliott loss forward instead: p,r,h,k.
     #[arg(long)]
     ge: Option<String>,
-    /// Random loss to → listen.
+    /// Random loss backward (relay: to → listen; emu: b → a).
     #[arg(long, default_value = "0")]
     loss_back: String,
-    /// Gilbert-Elliott loss to → listen instead: p,r,h,k.
+    /// Gilbert-Elliott loss backward instead: p,r,h,k.
     #[arg(long)]
     ge_back: Option<String>,
     /// Seed of the loss models.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+}
+
+/// Both directions of a link.
+pub struct Link {
+    /// Forward.
+    pub forward: LinkSpec,
+    /// Backward.
+    pub back: LinkSpec,
+    /// Seed of the loss models.
+    pub seed: u64,
+}
+
+impl Link {
+    /// "rate 50 Mb/s, one-way delay 100ms, queue 833 packets, loss 1.000% forward, …".
+    pub fn describe(&self) -> String {
+        let f = &self.forward;
+        format!(
+            "rate {}, one-way delay {:?}, queue {}, loss {:.3}% forward, {:.3}% back",
+            f.rate_bps
+                .map_or("unlimited".into(), |r| format!("{} Mb/s", r as f64 / 1e6)),
+            f.delay,
+            if f.queue == usize::MAX {
+                "unlimited".into()
+            } else {
+                format!("{} packets", f.queue)
+            },
+            f.loss.mean_loss() * 100.0,
+            self.back.loss.mean_loss() * 100.0
+        )
+    }
+}
+
+impl LinkArgs {
+    /// Checks the flags and builds both directions.
+    pub fn link(&self) -> Result<Link, String> {
+        let rate = self
+            .rate
+            .as_deref()
+            .map(units::parse_rate)
+            .transpose()
+            .map_err(|e| format!("--rate: {e}"))?;
+        let delay = units::parse_duration(&self.delay).map_err(|e| format!("--delay: {e}"))?;
+        let queue = match (self.queue, rate) {
+            (Some(q), _) => q.max(1),
+            (None, Some(r)) => {
+                ((r as f64 * 2.0 * delay.as_secs_f64() / 8.0 / 1500.0) as usize).max(64)
+            }
+            (None, None) => usize::MAX,
+        };
+        let fwd_loss = loss_spec("--loss", &self.loss, "--ge", &self.ge)?;
+        let back_loss = loss_spec("--loss-back", &self.loss_back, "--ge-back", &self.ge_back)?;
+        if self.max_bytes < 2048 {
+            return Err("--max-bytes: give at least 2048 bytes (one datagram)".into());
+        }
+        let link = LinkSpec {
+            rate_bps: rate,
+            delay,
+            queue,
+            max_bytes: self.max_bytes,
+            loss: LossSpec::None,
+        };
+        Ok(Link {
+            forward: LinkSpec {
+                loss: fwd_loss,
+                ..link
+            },
+            back: LinkSpec {
+                loss: back_loss,
+                ..link
+            },
+            seed: self.seed,
+        })
+    }
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -352,7 +433,9 @@ fn stats_text(s: &Stats, e: &EndpointStats) -> String {
 }
 
 /// Prints counters from `get` on every SIGUSR1 until the task is aborted.
-fn on_sigusr1<F: Fn() -> String + Send + 'static>(get: F) -> tokio::task::JoinHandle<()> {
+pub(crate) fn on_sigusr1<F: Fn() -> String + Send + 'static>(
+    get: F,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         #[cfg(unix)]
         {
@@ -842,65 +925,28 @@ fn loss_spec(
 
 /// `tcpfec relay`.
 pub fn relay(a: RelayArgs) -> Result<(), String> {
-    let rate = a
-        .rate
-        .as_deref()
-        .map(units::parse_rate)
-        .transpose()
-        .map_err(|e| format!("--rate: {e}"))?;
-    let delay = units::parse_duration(&a.delay).map_err(|e| format!("--delay: {e}"))?;
-    let queue = match (a.queue, rate) {
-        (Some(q), _) => q.max(1),
-        (None, Some(r)) => ((r as f64 * 2.0 * delay.as_secs_f64() / 8.0 / 1500.0) as usize).max(64),
-        (None, None) => usize::MAX,
-    };
-    let fwd_loss = loss_spec("--loss", &a.loss, "--ge", &a.ge)?;
-    let back_loss = loss_spec("--loss-back", &a.loss_back, "--ge-back", &a.ge_back)?;
-    if a.max_bytes < 2048 {
-        return Err("--max-bytes: give at least 2048 bytes (one datagram)".into());
-    }
+    let link = a.link.link()?;
     if a.max_sources == 0 {
         return Err("--max-sources: give at least 1".into());
     }
     if !(a.idle_expiry > 0.0 && a.idle_expiry <= 86_400.0) {
         return Err("--idle-expiry: give seconds between 0 and 86400".into());
     }
-    let link = LinkSpec {
-        rate_bps: rate,
-        delay,
-        queue,
-        max_bytes: a.max_bytes,
-        loss: LossSpec::None,
-    };
     runtime()?.block_on(async move {
         let listen = resolve("--listen", &a.listen).await?;
         let to = resolve("--to", &a.to).await?;
         let relay = Relay::start(RelayConfig {
             listen,
             to,
-            forward: LinkSpec {
-                loss: fwd_loss,
-                ..link
-            },
-            back: LinkSpec {
-                loss: back_loss,
-                ..link
-            },
-            seed: a.seed,
+            forward: link.forward,
+            back: link.back,
+            seed: link.seed,
             max_sources: a.max_sources,
             idle_expiry: Duration::from_secs_f64(a.idle_expiry),
         })
         .await
         .map_err(|e| format!("--listen {listen}: {e}"))?;
-        eprintln!(
-            "relay {} -> {to}: rate {}, one-way delay {:?}, queue {}, loss {:.3}% forward, {:.3}% back",
-            relay.local_addr(),
-            rate.map_or("unlimited".into(), |r| format!("{} Mb/s", r as f64 / 1e6)),
-            delay,
-            if queue == usize::MAX { "unlimited".into() } else { format!("{queue} packets") },
-            fwd_loss.mean_loss() * 100.0,
-            back_loss.mean_loss() * 100.0
-        );
+        eprintln!("relay {} -> {to}: {}", relay.local_addr(), link.describe());
         let (f, b) = (relay.forward.clone(), relay.back.clone());
         let text = move || {
             json!({"forward": format!("{:?}", f.snapshot()), "back": format!("{:?}", b.snapshot())})

@@ -12,11 +12,14 @@ mod conn;
 pub mod control;
 pub mod cookie;
 pub mod crypto;
+#[cfg(target_os = "linux")]
+pub mod emu;
 pub mod endpoint;
 pub mod envelope;
 pub mod error;
 mod gso;
 pub mod key;
+pub mod link;
 pub mod pacer;
 pub mod params;
 pub mod perf;

@@ -11,13 +11,14 @@
 //! rate limit), the hand-over between tasks is a bounded channel, and upstream sockets
 //! are capped in number and expire after `idle_expiry` without traffic from their client.
 
+use crate::link::LinkModel;
+pub use crate::link::{DirCounts, DirStats, LinkSpec, DEFAULT_MAX_BYTES};
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tcpfec_sim::loss::{LossModel, LossSpec};
 use tcpfec_sim::rng::Rng;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
@@ -25,9 +26,6 @@ use tokio::time::Instant;
 
 /// IPv4 + UDP header bytes, charged per datagram against the rate as on a real link.
 pub const IP_UDP_HEADER: usize = 28;
-/// Default bound on the bytes one direction holds (queued and propagating): 1 Gb/s times
-/// a quarter of a second, far above any queue worth emulating, far below a memory problem.
-pub const DEFAULT_MAX_BYTES: usize = 32 << 20;
 /// Default number of clients (source addresses) served at once.
 pub const DEFAULT_MAX_SOURCES: usize = 1024;
 /// Default idle time after which a client's upstream socket is closed.
@@ -35,38 +33,6 @@ pub const DEFAULT_IDLE_EXPIRY: Duration = Duration::from_secs(60);
 /// Datagrams waiting between the socket readers and a link before new ones are dropped
 /// (at most 64 MiB even if every one is a maximum-size datagram).
 const HANDOVER_QUEUE: usize = 1024;
-/// Bookkeeping charged per datagram against `max_bytes`, so a flood of tiny or empty
-/// datagrams is bounded too.
-const PER_DATAGRAM: usize = 128;
-
-/// One direction of the emulated path.
-#[derive(Debug, Clone, Copy)]
-pub struct LinkSpec {
-    /// Bits per second; `None` for no rate limit.
-    pub rate_bps: Option<u64>,
-    /// One-way propagation delay.
-    pub delay: Duration,
-    /// Drop-tail queue limit, packets (waiting for serialisation).
-    pub queue: usize,
-    /// Most bytes held by this direction, queued and propagating together; more are
-    /// dropped (counted as overflow).
-    pub max_bytes: usize,
-    /// Random loss.
-    pub loss: LossSpec,
-}
-
-impl LinkSpec {
-    /// A link that only delays.
-    pub fn delay_only(delay: Duration) -> Self {
-        LinkSpec {
-            rate_bps: None,
-            delay,
-            queue: usize::MAX,
-            max_bytes: DEFAULT_MAX_BYTES,
-            loss: LossSpec::None,
-        }
-    }
-}
 
 /// The relay's settings.
 #[derive(Debug, Clone)]
@@ -85,49 +51,6 @@ pub struct RelayConfig {
     pub max_sources: usize,
     /// A client's upstream socket closes after this long without a datagram from it.
     pub idle_expiry: Duration,
-}
-
-/// Counters of one direction.
-#[derive(Debug, Default)]
-pub struct DirStats {
-    /// Datagrams that arrived at the relay.
-    pub received: AtomicU64,
-    /// Datagrams delivered.
-    pub delivered: AtomicU64,
-    /// Dropped by the loss model.
-    pub lost: AtomicU64,
-    /// Dropped because the queue was full (in packets, or in bytes held).
-    pub overflow: AtomicU64,
-    /// Dropped because the relay already served its maximum of clients.
-    pub refused_sources: AtomicU64,
-}
-
-/// A snapshot of [`DirStats`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DirCounts {
-    /// Datagrams that arrived at the relay.
-    pub received: u64,
-    /// Datagrams delivered.
-    pub delivered: u64,
-    /// Dropped by the loss model.
-    pub lost: u64,
-    /// Dropped because the queue was full (in packets, or in bytes held).
-    pub overflow: u64,
-    /// Dropped because the relay already served its maximum of clients.
-    pub refused_sources: u64,
-}
-
-impl DirStats {
-    /// Reads the counters.
-    pub fn snapshot(&self) -> DirCounts {
-        DirCounts {
-            received: self.received.load(Ordering::Relaxed),
-            delivered: self.delivered.load(Ordering::Relaxed),
-            lost: self.lost.load(Ordering::Relaxed),
-            overflow: self.overflow.load(Ordering::Relaxed),
-            refused_sources: self.refused_sources.load(Ordering::Relaxed),
-        }
-    }
 }
 
 /// A running relay; dropping it stops it.
@@ -395,60 +318,6 @@ async fn read_upstream(
     }
 }
 
-/// The link state: serialisation horizon and the packets in the queue.
-struct Link {
-    spec: LinkSpec,
-    loss: LossModel,
-    /// When the link finishes serialising everything accepted so far.
-    busy_until: Instant,
-    /// When the link was created: time-varying loss schedules count from here.
-    epoch: Instant,
-    /// Serialisation end times of queued packets (the queue occupancy).
-    queued: VecDeque<Instant>,
-    /// Bytes accepted and not yet delivered (queued or propagating).
-    held: usize,
-}
-
-impl Link {
-    /// Decides the fate of a datagram of `len` bytes arriving at `now`: `Some(delivery
-    /// time)`, or `None` with the counter that explains the drop already bumped.
-    fn admit(&mut self, now: Instant, len: usize, stats: &DirStats) -> Option<Instant> {
-        let since = now.saturating_duration_since(self.epoch).as_nanos() as u64;
-        if self.loss.drops(since) {
-            stats.lost.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        while self.queued.front().is_some_and(|&t| t <= now) {
-            self.queued.pop_front();
-        }
-        let cost = len + PER_DATAGRAM;
-        if self.held + cost > self.spec.max_bytes {
-            stats.overflow.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        let Some(rate) = self.spec.rate_bps else {
-            self.held += cost;
-            return Some(now + self.spec.delay);
-        };
-        if self.queued.len() >= self.spec.queue {
-            stats.overflow.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        let bits = ((len + IP_UDP_HEADER) * 8) as f64;
-        let start = self.busy_until.max(now);
-        let done = start + Duration::from_secs_f64(bits / rate as f64);
-        self.busy_until = done;
-        self.queued.push_back(done);
-        self.held += cost;
-        Some(done + self.spec.delay)
-    }
-
-    /// A datagram of `len` bytes left the link.
-    fn release(&mut self, len: usize) {
-        self.held -= len + PER_DATAGRAM;
-    }
-}
-
 /// What a link task shares with the relay handle.
 struct LinkShared {
     stats: Arc<DirStats>,
@@ -461,14 +330,7 @@ struct LinkShared {
 /// never decrease (constant delay after a FIFO queue), so a FIFO holds the packets in flight.
 async fn run_link(spec: LinkSpec, rng: Rng, mut rx: mpsc::Receiver<Item>, shared: LinkShared) {
     let stats = &shared.stats;
-    let mut link = Link {
-        spec,
-        loss: LossModel::new(spec.loss, rng),
-        busy_until: Instant::now(),
-        epoch: Instant::now(),
-        queued: VecDeque::new(),
-        held: 0,
-    };
+    let mut link = LinkModel::new(spec, rng, IP_UDP_HEADER, std::time::Instant::now());
     let mut flight: VecDeque<(Instant, Item)> = VecDeque::new();
     let far = Duration::from_secs(3600);
     loop {
@@ -482,7 +344,7 @@ async fn run_link(spec: LinkSpec, rng: Rng, mut rx: mpsc::Receiver<Item>, shared
                 while flight.front().is_some_and(|(t, _)| *t <= now) {
                     let (_, (target, d)) = flight.pop_front().expect("non-empty");
                     link.release(d.len());
-                    shared.held.store(link.held as u64, Ordering::Relaxed);
+                    shared.held.store(link.held() as u64, Ordering::Relaxed);
                     if shared.blackout.load(Ordering::Relaxed) {
                         // What was on the wire when the link went down is gone too.
                         stats.lost.fetch_add(1, Ordering::Relaxed);
@@ -493,7 +355,7 @@ async fn run_link(spec: LinkSpec, rng: Rng, mut rx: mpsc::Receiver<Item>, shared
                         None => target.socket.send(&d).await,
                     };
                     if sent.is_ok() {
-                        stats.delivered.fetch_add(1, Ordering::Relaxed);
+                        stats.on_delivered(d.len());
                     }
                 }
             }
@@ -504,75 +366,11 @@ async fn run_link(spec: LinkSpec, rng: Rng, mut rx: mpsc::Receiver<Item>, shared
                     continue;
                 }
                 let now = Instant::now();
-                if let Some(at) = link.admit(now, d.len(), stats) {
-                    flight.push_back((at, (target, d)));
-                    shared.held.store(link.held as u64, Ordering::Relaxed);
+                if let Some(at) = link.admit(now.into_std(), d.len(), stats) {
+                    flight.push_back((Instant::from_std(at), (target, d)));
+                    shared.held.store(link.held() as u64, Ordering::Relaxed);
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn queue_limits_and_rate_spacing() {
-        let stats = DirStats::default();
-        let mut l = Link {
-            spec: LinkSpec {
-                rate_bps: Some(8_000_000), // 1 MB/s: 1000 bytes take 1 ms
-                delay: Duration::from_millis(10),
-                queue: 3,
-                max_bytes: DEFAULT_MAX_BYTES,
-                loss: LossSpec::None,
-            },
-            loss: LossModel::new(LossSpec::None, Rng::new(1, 1)),
-            busy_until: Instant::now(),
-            epoch: Instant::now(),
-            queued: VecDeque::new(),
-            held: 0,
-        };
-        let now = Instant::now() + Duration::from_millis(1);
-        let a = l.admit(now, 1000 - IP_UDP_HEADER, &stats).unwrap();
-        let b = l.admit(now, 1000 - IP_UDP_HEADER, &stats).unwrap();
-        let near =
-            |d: Duration, ms: u64| d.abs_diff(Duration::from_millis(ms)) < Duration::from_micros(1);
-        assert!(near(a - now, 11), "{:?}", a - now);
-        assert!(near(b - a, 1), "{:?}", b - a);
-        l.admit(now, 972, &stats).unwrap();
-        assert!(l.admit(now, 972, &stats).is_none(), "queue of 3 is full");
-        assert_eq!(stats.snapshot().overflow, 1);
-        // After the first packet left the queue there is room again.
-        assert!(l
-            .admit(now + Duration::from_millis(1), 972, &stats)
-            .is_some());
-    }
-
-    /// Without a rate limit nothing queues, but the bytes held while propagating are
-    /// bounded all the same.
-    #[test]
-    fn bytes_held_are_bounded_without_a_rate() {
-        let stats = DirStats::default();
-        let mut l = Link {
-            spec: LinkSpec {
-                max_bytes: 10 * (1000 + PER_DATAGRAM),
-                ..LinkSpec::delay_only(Duration::from_secs(10))
-            },
-            loss: LossModel::new(LossSpec::None, Rng::new(1, 1)),
-            busy_until: Instant::now(),
-            epoch: Instant::now(),
-            queued: VecDeque::new(),
-            held: 0,
-        };
-        let now = Instant::now();
-        for _ in 0..10 {
-            assert!(l.admit(now, 1000, &stats).is_some());
-        }
-        assert!(l.admit(now, 1, &stats).is_none());
-        assert_eq!(stats.snapshot().overflow, 1);
-        l.release(1000);
-        assert!(l.admit(now, 1000, &stats).is_some());
     }
 }
