@@ -41,6 +41,18 @@ pub struct NetBenchArgs {
     /// Only the relay part.
     #[arg(long)]
     relay_only: bool,
+    /// Also run the quinn (QUIC) reference in benches/quinn-bulk next to the
+    /// two-process tcpfec runs (cargo builds it on first use).
+    #[arg(long)]
+    quinn: bool,
+    /// Instead of loopback and relay: tcpfec (sack and the default scheme, or
+    /// --schemes) against kernel TCP (cubic, bbr) on the same emulated links (`tcpfec
+    /// emu`, needs root): bulk goodput per loss rate and the time of a 10 MB test.
+    #[arg(long)]
+    emu: bool,
+    /// Bytes of the --emu completion runs.
+    #[arg(long, default_value_t = 10_000_000)]
+    emu_bytes: u64,
     /// One JSON object per measurement instead of tables.
     #[arg(long)]
     json: bool,
@@ -294,10 +306,74 @@ fn relayed(a: &NetBenchArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Two processes on loopback: `tcpfec perf` with sack and the default scheme, and quinn
+/// with `--quinn`, the same bytes each.
+fn two_process(a: &NetBenchArgs) -> Result<(), String> {
+    use crate::loopback_bench as lb;
+    let bytes = a.megabytes << 20;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let key = std::env::temp_dir().join(format!("tcpfec-lb-key-{}", std::process::id()));
+    let _ = std::fs::remove_file(&key);
+    Psk::generate()
+        .write_new(&key)
+        .map_err(|e| format!("{}: {e}", key.display()))?;
+    if !a.json {
+        println!(
+            "\nloopback, two processes (`tcpfec perf`, encrypted), {} MiB per run",
+            a.megabytes
+        );
+        println!(
+            "{:<22} {:>8} {:>16} {:>16}",
+            "transport", "Gb/s", "send GB/CPU-s", "recv GB/CPU-s"
+        );
+    }
+    let mut ours = Vec::new();
+    for scheme in ["sack", DEFAULT_SCHEME] {
+        let m = lb::tcpfec_perf(&exe, &key, scheme, bytes);
+        let _ = m
+            .as_ref()
+            .map(|m| lb::print(&format!("tcpfec {scheme}"), m, bytes, a.json));
+        ours.push(m?);
+    }
+    let _ = std::fs::remove_file(&key);
+    if a.quinn {
+        let q = lb::quinn(bytes)?;
+        lb::print("quinn 0.11", &q, bytes, a.json);
+        if !a.json {
+            println!(
+                "tcpfec sack / quinn: {:.2}x Gb/s, {:.2}x sender and {:.2}x receiver bytes per CPU-second",
+                ours[0].gbps / q.gbps,
+                ours[0].sender_bpcs / q.sender_bpcs,
+                ours[0].receiver_bpcs / q.receiver_bpcs
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Runs the benchmark.
 pub fn run(a: NetBenchArgs) -> Result<(), String> {
+    if a.emu {
+        let losses = a
+            .loss
+            .split(',')
+            .map(tcpfec_sim::units::parse_probability)
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("--loss: {e}"))?;
+        return crate::emu_bench::run(&crate::emu_bench::Plan {
+            rate: tcpfec_sim::units::parse_rate(&a.rate).map_err(|e| format!("--rate: {e}"))?,
+            rtt: tcpfec_sim::units::parse_duration(&a.rtt).map_err(|e| format!("--rtt: {e}"))?,
+            losses,
+            seconds: a.seconds,
+            bytes: a.emu_bytes,
+            limit: Duration::from_secs(120),
+            contenders: crate::emu_bench::contenders(a.schemes.as_deref())?,
+            json: a.json,
+        });
+    }
     if !a.relay_only {
         loopback(&a)?;
+        two_process(&a)?;
     }
     if !a.loopback_only {
         relayed(&a)?;

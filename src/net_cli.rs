@@ -639,7 +639,8 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         let stats = watch.stats();
         let est = watch.endpoint();
         drop(s);
-        ep.wait_idle(Duration::from_secs(2)).await;
+        // Exit once both ends are confirmed, without the engine's linger.
+        ep.wait_done(Duration::from_secs(2)).await;
         let secs = start.elapsed().as_secs_f64();
         if a.report.stats && !json {
             eprintln!("{}", stats_text(&stats, &est));
@@ -773,7 +774,7 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
                 Some(r) = tasks.join_next() => {
                     let r = r.map_err(|e| e.to_string())?;
                     if a.once {
-                        ep.wait_idle(Duration::from_secs(2)).await;
+                        ep.wait_done(Duration::from_secs(2)).await;
                         return r;
                     }
                 }

@@ -173,7 +173,7 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
                     let r = one_run(&c, server, &opts, json_out).await;
                     drop(c);
                     // Let final acknowledgements go out; the test is already measured.
-                    ep.wait_idle(Duration::from_secs(1)).await;
+                    ep.wait_done(Duration::from_secs(1)).await;
                     r?
                 }
                 Some(cc) => {

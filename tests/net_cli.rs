@@ -536,3 +536,26 @@ fn perf_refuses_bad_requests_with_reasons() {
     let _ = server.wait();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A one-byte file over a 200 ms round trip: `send` exits about two round trips after
+/// it starts (handshake; then the file, its hash and the end mark, answered by the
+/// verdict and the receiver's end), not after the engine's linger.
+#[test]
+fn send_of_a_tiny_file_exits_within_two_and_a_half_round_trips() {
+    let (dir, key, out) = keyed_scratch("tiny");
+    let file = dir.join("one.bin");
+    std::fs::write(&file, b"x").unwrap();
+    let (recv, addr) = start_recv(&key, &out, &[]);
+    let (mut relay, via) = start_relay(&addr, &["--delay", "100ms"]);
+    let start = Instant::now();
+    let o = send(&file, &via, &key).output().unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    relay.kill().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = recv.wait_with_output().unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(std::fs::read(out.join("one.bin")).unwrap(), b"x");
+    // 2.5 round trips is 0.5 s; 0.1 s more for two process starts on a busy machine.
+    assert!(secs < 0.6, "send took {secs:.3} s at a 200 ms round trip");
+    let _ = std::fs::remove_dir_all(dir);
+}

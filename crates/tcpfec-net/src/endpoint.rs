@@ -10,6 +10,7 @@ use crate::cookie::CookieJar;
 use crate::crypto::{self, Sealer};
 use crate::envelope::{self, Envelope, RejectReason};
 use crate::error::NetError;
+use crate::gro;
 use crate::gso;
 use crate::key::Psk;
 use crate::params::{ClientParams, Opening, ServerParams};
@@ -116,6 +117,8 @@ pub(crate) struct Shared {
     pub(crate) clock: Clock,
     pub(crate) cfg: EndpointConfig,
     socket: UdpSocket,
+    /// The kernel coalesces received datagrams on `socket` ([`gro`]).
+    gro: bool,
     /// Driver rounds whose datagrams have all been handed to the socket.
     rounds: AtomicU64,
 }
@@ -180,6 +183,7 @@ impl Endpoint {
     pub async fn bind(addr: SocketAddr, cfg: EndpointConfig, server: bool) -> io::Result<Endpoint> {
         let socket = UdpSocket::bind(addr).await?;
         crate::sockopt::grow_buffers(&socket);
+        let gro = gro::enable(&socket);
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -197,6 +201,7 @@ impl Endpoint {
             clock: Clock::new(),
             cfg,
             socket,
+            gro,
             rounds: AtomicU64::new(0),
         });
         let driver = tokio::spawn(drive(shared.clone()));
@@ -301,6 +306,44 @@ impl Endpoint {
         }
     }
 
+    /// Waits, at most `limit`, until every connection is done both ways — its own data
+    /// and end acknowledged, its peer's end read — and the acknowledgement of that end
+    /// has been handed to the socket; true if they all are. Call after the streams have
+    /// finished. Unlike [`Endpoint::wait_idle`] it does not wait out the engines' linger
+    /// (two RTOs, there to answer a peer whose last acknowledgement was lost), so a
+    /// command can exit as soon as its work is confirmed.
+    pub async fn wait_done(&self, limit: Duration) -> bool {
+        let end = tokio::time::Instant::now() + limit;
+        let mut round = None;
+        loop {
+            let sent = self.shared.rounds.load(Ordering::Acquire);
+            match round {
+                // Everything was done when round `r` was current: the acknowledgement
+                // of the peer's end is made by the next engine poll, and handed to the
+                // socket by the time another round has finished.
+                Some(r) if sent > r => return true,
+                Some(_) => {}
+                None => {
+                    let st = self.shared.lock();
+                    let done = st.conns.values().all(|c| match &c.engine {
+                        Some(e) => e.is_closed() || (e.all_acked() && e.peer_finished()),
+                        None => true,
+                    });
+                    if done {
+                        round = Some(sent);
+                        drop(st);
+                        self.shared.notify.notify_one();
+                    }
+                }
+            }
+            if tokio::time::Instant::now() >= end {
+                return false;
+            }
+            // Polling is acceptable here: this runs once at exit, not on the data path.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     /// Waits until every connection has closed, at most `limit`; true if they all did.
     /// Call after dropping the streams so final ACKs and FINs still go out.
     pub async fn wait_idle(&self, limit: Duration) -> bool {
@@ -386,18 +429,17 @@ async fn drive(shared: Arc<Shared>) {
             .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
         tokio::select! {
             biased;
-            r = shared.socket.recv_from(&mut buf) => {
+            r = gro::recv(&shared.socket, &mut buf, shared.gro) => {
                 let mut st = shared.lock();
                 let now = shared.clock.now();
-                if let Ok((n, from)) = r {
-                    on_datagram(&shared, &mut st, now, from, &buf[..n]);
-                }
+                let mut next = r;
                 // Drain what is already queued before running the engines again.
                 for _ in 0..256 {
-                    match shared.socket.try_recv_from(&mut buf) {
-                        Ok((n, from)) => on_datagram(&shared, &mut st, now, from, &buf[..n]),
-                        Err(_) => break,
+                    let Ok(run) = next else { break };
+                    for d in run.datagrams(&buf) {
+                        on_datagram(&shared, &mut st, now, run.from, d);
                     }
+                    next = gro::try_recv(&shared.socket, &mut buf, shared.gro);
                 }
             }
             _ = tokio::time::sleep_until(sleep_to) => {}

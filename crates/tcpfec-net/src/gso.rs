@@ -17,9 +17,14 @@ pub const MAX_TOTAL: usize = 65_507;
 /// Whether the kernel took our segmented sends so far; cleared at the first refusal.
 static SUPPORTED: AtomicBool = AtomicBool::new(cfg!(target_os = "linux"));
 
+/// Set in the environment (to anything), turns GSO off, as [`crate::gro::ENV_OFF`] does
+/// GRO.
+pub const ENV_OFF: &str = "TCPFEC_NO_GSO";
+
 /// True while segmented sends are in use.
 pub fn enabled() -> bool {
-    SUPPORTED.load(Ordering::Relaxed)
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    SUPPORTED.load(Ordering::Relaxed) && !*OFF.get_or_init(|| std::env::var_os(ENV_OFF).is_some())
 }
 
 /// Sends `buf`, a run of datagrams of `seg` bytes each (the last may be shorter), to `to`.

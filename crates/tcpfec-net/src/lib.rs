@@ -17,6 +17,7 @@ pub mod emu;
 pub mod endpoint;
 pub mod envelope;
 pub mod error;
+pub mod gro;
 mod gso;
 pub mod key;
 pub mod link;

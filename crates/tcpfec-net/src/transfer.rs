@@ -222,7 +222,9 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
     let mut done = Vec::new();
     let mut sizes = Vec::new();
     let mut buf = vec![0u8; CHUNK];
-    for path in files {
+    let mut ended = false;
+    for (i, path) in files.iter().enumerate() {
+        let last = i + 1 == files.len();
         let local = |err| TransferError::Local {
             path: path.clone(),
             err,
@@ -246,14 +248,17 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
             sizes.push((path, name, size, start));
             continue;
         }
-        let answer = send_body_watching(s, &mut f, path, version, &mut buf, progress).await?;
+        // The end mark goes out right behind the last file's hash, not a round trip
+        // after its verdict: the receiver's verdict and its end then arrive together.
+        let answer = send_body_watching(s, &mut f, path, version, &mut buf, progress, last).await?;
+        ended = last && answer.0 == Code::Ok as u8;
         let o = confirm(s, answer, path, name, size, start).await?;
         on_done(&o);
         done.push(o);
     }
-    s.write_all(MAGIC).await.map_err(net)?;
-    s.write_all(&0u16.to_be_bytes()).await.map_err(net)?;
-    s.shutdown().await.map_err(net)?;
+    if !ended {
+        end_mark(s).await?;
+    }
     // Block mode: the go-ahead and the verdict of every file come back together.
     for (path, name, size, start) in sizes {
         let answer = read_answer(s).await.map_err(net)?;
@@ -264,8 +269,16 @@ pub async fn send_files<S: AsyncRead + AsyncWrite + Unpin>(
     Ok(done)
 }
 
-/// Sends one file's bytes (`send_body`) right after its header and returns the receiver's
-/// answer to the header, read while the bytes flow: a refusal stops the file within a
+/// Writes the end mark (a header with an empty name) and ends this side of the stream.
+async fn end_mark<S: AsyncWrite + Unpin>(s: &mut S) -> Result<(), TransferError> {
+    s.write_all(MAGIC).await.map_err(net)?;
+    s.write_all(&0u16.to_be_bytes()).await.map_err(net)?;
+    s.shutdown().await.map_err(net)
+}
+
+/// Sends one file's bytes (`send_body`) right after its header, and the end mark after
+/// them if `then_end`, and returns the receiver's answer to the header, read while the
+/// bytes flow: a refusal stops the file within a
 /// round trip, so the bytes the receiver discards are bounded by what one round trip and
 /// the send buffer hold, not by the file's size.
 async fn send_body_watching<S: AsyncRead + AsyncWrite + Unpin>(
@@ -275,9 +288,16 @@ async fn send_body_watching<S: AsyncRead + AsyncWrite + Unpin>(
     version: Version,
     buf: &mut [u8],
     progress: &AtomicU64,
+    then_end: bool,
 ) -> Result<(u8, String), TransferError> {
     let (mut rd, mut wr) = tokio::io::split(s);
-    let body = send_body(&mut wr, f, path, version, buf, progress);
+    let body = async {
+        send_body(&mut wr, f, path, version, buf, progress).await?;
+        if then_end {
+            end_mark(&mut wr).await?;
+        }
+        Ok::<(), TransferError>(())
+    };
     let answer = read_answer(&mut rd);
     tokio::pin!(body, answer);
     tokio::select! {

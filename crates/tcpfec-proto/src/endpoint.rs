@@ -83,6 +83,12 @@ impl Endpoint {
         both!(self, c => c.peer_finished())
     }
 
+    /// True once everything written (and the end, if `finish` was called) is
+    /// acknowledged.
+    pub fn all_acked(&self) -> bool {
+        both!(self, c => c.all_acked())
+    }
+
     /// Handles an arriving packet.
     pub fn handle_packet(&mut self, now: Instant, p: Packet) {
         both!(self, c => c.handle_packet(now, p))

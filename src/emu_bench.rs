@@ -1,0 +1,332 @@
+//! `tcpfec bench net --emu`: tcpfec schemes and kernel TCP (CUBIC, BBR) on the same
+//! emulated links (`tcpfec emu`), in one invocation. Each run is `tcpfec perf` in the
+//! two namespaces, as a user would run it: bulk goodput for a fixed time, and the wall
+//! time of a 10 MB test from the client's start (connection set-up included).
+
+use crate::emu_cli::counts_json;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tcpfec_net::emu::{self, EmuConfig, Emulator};
+use tcpfec_net::link::{LinkSpec, DEFAULT_MAX_BYTES};
+use tcpfec_net::perf::kernel_tcp;
+use tcpfec_net::{Psk, DEFAULT_SCHEME};
+use tcpfec_proto::Scheme;
+use tcpfec_sim::LossSpec;
+
+/// What one transport is on the command line of `tcpfec perf`.
+#[derive(Debug, Clone)]
+pub enum Contender {
+    /// A tcpfec scheme.
+    Tcpfec(String),
+    /// Kernel TCP with this congestion control.
+    Tcp(String),
+}
+
+impl Contender {
+    fn label(&self) -> String {
+        match self {
+            Contender::Tcpfec(s) => format!("tcpfec {s}"),
+            Contender::Tcp(c) => format!("TCP {c}"),
+        }
+    }
+
+    fn args(&self, key: &Path) -> Vec<String> {
+        match self {
+            Contender::Tcpfec(s) => vec![
+                "--scheme".into(),
+                s.clone(),
+                "--key-file".into(),
+                key.display().to_string(),
+            ],
+            Contender::Tcp(c) => vec!["--tcp".into(), "--congestion".into(), c.clone()],
+        }
+    }
+}
+
+/// The benchmark's settings.
+pub struct Plan {
+    /// Link rate, b/s.
+    pub rate: u64,
+    /// Round-trip time (half each way).
+    pub rtt: Duration,
+    /// Random loss rates a → b.
+    pub losses: Vec<f64>,
+    /// Seconds per bulk run (the first third is start-up, reported apart).
+    pub seconds: f64,
+    /// Bytes of the completion runs.
+    pub bytes: u64,
+    /// Longest a completion run may take.
+    pub limit: Duration,
+    /// Who races.
+    pub contenders: Vec<Contender>,
+    /// JSON lines instead of a table.
+    pub json: bool,
+}
+
+/// The default field: tcpfec's `sack` and default scheme, and the kernel's `cubic` and
+/// `bbr` where it has them; `schemes` replaces the tcpfec part.
+pub fn contenders(schemes: Option<&str>) -> Result<Vec<Contender>, String> {
+    let tcpfec: Vec<String> = match schemes {
+        Some(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
+        None => vec!["sack".into(), DEFAULT_SCHEME.into()],
+    };
+    for s in &tcpfec {
+        Scheme::parse(s).map_err(|e| format!("--schemes: {e}"))?;
+    }
+    let have = kernel_tcp::available();
+    let mut v: Vec<Contender> = tcpfec.into_iter().map(Contender::Tcpfec).collect();
+    for cc in ["cubic", "bbr"] {
+        if have.iter().any(|h| h == cc) {
+            v.push(Contender::Tcp(cc.into()));
+        } else {
+            eprintln!("note: this kernel has no TCP {cc}; left out");
+        }
+    }
+    Ok(v)
+}
+
+/// One measurement.
+struct Outcome {
+    /// Mb/s over the whole bulk run, and after its first third.
+    bulk: Option<(f64, f64)>,
+    /// Retransmissions and repairs of the bulk run.
+    bulk_counts: (u64, u64),
+    /// Wall seconds of the completion run (None: it did not finish within the limit).
+    completion: Option<f64>,
+}
+
+/// Runs the benchmark.
+pub fn run(plan: &Plan) -> Result<(), String> {
+    if !emu::privileged() {
+        return Err("bench net --emu needs root (network namespaces, TUN devices)".into());
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let dir = std::env::temp_dir().join(format!("tcpfec-emu-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let key = dir.join("key");
+    let _ = std::fs::remove_file(&key);
+    Psk::generate()
+        .write_new(&key)
+        .map_err(|e| format!("{}: {e}", key.display()))?;
+    let bdp = (plan.rate as f64 * plan.rtt.as_secs_f64() / 8.0 / 1500.0) as usize;
+    if !plan.json {
+        println!(
+            "emulated link (tcpfec emu): {} Mb/s, RTT {:?}, drop-tail queue {} packets (1 BDP), random loss a -> b",
+            plan.rate as f64 / 1e6,
+            plan.rtt,
+            bdp.max(64)
+        );
+        println!(
+            "bulk: {:.0} s of `tcpfec perf`, goodput over all of it and after the first third; \
+             {} MB: wall time of `tcpfec perf -n` from the client's start",
+            plan.seconds,
+            plan.bytes / 1_000_000
+        );
+        println!(
+            "{:<20} {:>6} {:>12} {:>14} {:>8} {:>8} {:>12}",
+            "transport", "loss", "bulk Mb/s", "steady Mb/s", "retr", "repair", "10 MB s"
+        );
+    }
+    for &p in &plan.losses {
+        let link = LinkSpec {
+            rate_bps: Some(plan.rate),
+            delay: plan.rtt / 2,
+            queue: bdp.max(64),
+            max_bytes: DEFAULT_MAX_BYTES,
+            loss: LossSpec::None,
+        };
+        let emu = Emulator::start(&EmuConfig {
+            name: format!("tfbench{}", std::process::id()),
+            forward: LinkSpec {
+                loss: if p > 0.0 {
+                    LossSpec::bernoulli(p)
+                } else {
+                    LossSpec::None
+                },
+                ..link
+            },
+            back: link,
+            seed: 1,
+        })
+        .map_err(|e| format!("emu: {e}"))?;
+        let server = Server::start(&exe, emu.b.name(), &key)?;
+        for c in &plan.contenders {
+            let o = measure(&exe, &emu, &key, c, plan)?;
+            let (f, _) = emu.counts();
+            report(plan, p, c, &o, counts_json(&f));
+        }
+        drop(server);
+        drop(emu);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `tcpfec perf --server` in side b, stopped when dropped.
+struct Server(Child);
+
+impl Server {
+    fn start(exe: &Path, ns: &str, key: &Path) -> Result<Server, String> {
+        let mut child = netns_exec(ns, exe)
+            .args(["perf", "--server", "--json", "--listen"])
+            .arg(format!("{}:5201", emu::ADDR_B))
+            .arg("--key-file")
+            .arg(key)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start the perf server: {e}"))?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().expect("piped"))
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        if !line.contains("listening") {
+            let _ = child.kill();
+            return Err(format!("the perf server did not start: {line}"));
+        }
+        Ok(Server(child))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn netns_exec(ns: &str, exe: &Path) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns]).arg(exe);
+    c
+}
+
+/// Runs `perf` in side a with `args`, at most `limit`; its JSON and wall seconds.
+fn perf(
+    exe: &Path,
+    ns: &str,
+    args: &[String],
+    limit: Duration,
+) -> Result<Option<(Value, f64)>, String> {
+    let start = Instant::now();
+    let mut child = netns_exec(ns, exe)
+        .arg("perf")
+        .arg(emu::ADDR_B.to_string())
+        .arg("--json")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run perf: {e}"))?;
+    // Polling the child is fine: runs last seconds, and 10 ms is far below their spread.
+    loop {
+        if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+            break;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "perf {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let v = serde_json::from_slice(&out.stdout).map_err(|e| format!("perf output: {e}"))?;
+    Ok(Some((v, secs)))
+}
+
+fn measure(
+    exe: &Path,
+    emu: &Emulator,
+    key: &Path,
+    c: &Contender,
+    plan: &Plan,
+) -> Result<Outcome, String> {
+    let mut args = c.args(key);
+    args.extend(["-t".into(), plan.seconds.to_string()]);
+    let limit = Duration::from_secs_f64(plan.seconds * 3.0 + 60.0);
+    let bulk = perf(exe, emu.a.name(), &args, limit)?;
+    let (bulk, bulk_counts) = match &bulk {
+        Some((v, _)) => (Some(goodputs(v, plan.seconds / 3.0)), counts(v)),
+        None => (None, (0, 0)),
+    };
+    let mut args = c.args(key);
+    args.extend(["-n".into(), plan.bytes.to_string()]);
+    let completion = perf(exe, emu.a.name(), &args, plan.limit)?.map(|(_, s)| s);
+    Ok(Outcome {
+        bulk,
+        bulk_counts,
+        completion,
+    })
+}
+
+/// Goodput (Mb/s) of a perf run over all of it, and over the intervals after `warm`.
+fn goodputs(v: &Value, warm: f64) -> (f64, f64) {
+    let all = v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+        / 1e6;
+    let (mut bytes, mut secs) = (0.0, 0.0);
+    for i in v["intervals"].as_array().into_iter().flatten() {
+        let s = &i["sum"];
+        if s["start"].as_f64().unwrap_or(0.0) >= warm {
+            bytes += s["bytes"].as_f64().unwrap_or(0.0);
+            secs += s["seconds"].as_f64().unwrap_or(0.0);
+        }
+    }
+    (
+        all,
+        if secs > 0.0 {
+            bytes * 8.0 / secs / 1e6
+        } else {
+            0.0
+        },
+    )
+}
+
+fn counts(v: &Value) -> (u64, u64) {
+    let s = &v["end"]["sum_sent"];
+    (
+        s["retransmits"].as_u64().unwrap_or(0),
+        s["tcpfec_repairs_sent"].as_u64().unwrap_or(0),
+    )
+}
+
+fn report(plan: &Plan, p: f64, c: &Contender, o: &Outcome, link: Value) {
+    if plan.json {
+        println!(
+            "{}",
+            json!({
+                "bench": "emu", "transport": c.label(), "loss": p,
+                "rate_bps": plan.rate, "rtt_ms": plan.rtt.as_secs_f64() * 1e3,
+                "bulk_mbps": o.bulk.map(|b| b.0), "steady_mbps": o.bulk.map(|b| b.1),
+                "retransmits": o.bulk_counts.0, "repairs_sent": o.bulk_counts.1,
+                "completion_bytes": plan.bytes, "completion_s": o.completion,
+                "link_a_to_b": link,
+            })
+        );
+        return;
+    }
+    let limit = format!(">{:.0}", plan.limit.as_secs_f64());
+    println!(
+        "{:<20} {:>5.1}% {:>12} {:>14} {:>8} {:>8} {:>12}",
+        c.label(),
+        p * 100.0,
+        o.bulk.map_or("-".into(), |b| format!("{:.1}", b.0)),
+        o.bulk.map_or("-".into(), |b| format!("{:.1}", b.1)),
+        o.bulk_counts.0,
+        o.bulk_counts.1,
+        o.completion.map_or(limit, |s| format!("{s:.2}")),
+    );
+}
