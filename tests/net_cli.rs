@@ -559,3 +559,40 @@ fn send_of_a_tiny_file_exits_within_two_and_a_half_round_trips() {
     assert!(secs < 0.6, "send took {secs:.3} s at a 200 ms round trip");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// With both offloads off (as on kernels without UDP GSO/GRO) the data path falls back
+/// to one datagram per system call and still moves every byte.
+#[test]
+fn perf_without_gso_and_gro_moves_every_byte() {
+    let (dir, key, _) = keyed_scratch("perf-nooffload");
+    let mut server = bin();
+    server
+        .args([
+            "perf",
+            "--server",
+            "--no-tcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--json",
+        ])
+        .arg("--key-file")
+        .arg(&key)
+        .env("TCPFEC_NO_GRO", "1")
+        .env("TCPFEC_NO_GSO", "1");
+    let (mut server, line) = spawn_reporting(&mut server, false);
+    let v: serde_json::Value = serde_json::from_str(&line).expect("listening event");
+    let addr = v["addr"].as_str().unwrap().to_string();
+    let o = bin()
+        .args(["perf", &addr, "--json", "-n", "3MB", "--key-file"])
+        .arg(&key)
+        .env("TCPFEC_NO_GRO", "1")
+        .env("TCPFEC_NO_GSO", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(u(&v["end"]["sum_received"]["bytes"]), 3_000_000);
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(dir);
+}
