@@ -3,11 +3,11 @@
 //! two namespaces, as a user would run it: bulk goodput for a fixed time, and the wall
 //! time of a 10 MB test from the client's start (connection set-up included).
 
+use crate::child::{spawn_with_line, Killed};
 use crate::emu_cli::counts_json;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tcpfec_net::emu::{self, EmuConfig, Emulator};
 use tcpfec_net::link::{LinkSpec, DEFAULT_MAX_BYTES};
@@ -152,7 +152,7 @@ pub fn run(plan: &Plan) -> Result<(), String> {
             seed: 1,
         })
         .map_err(|e| format!("emu: {e}"))?;
-        let server = Server::start(&exe, emu.b.name(), &key)?;
+        let server = start_server(&exe, emu.b.name(), &key)?;
         for c in &plan.contenders {
             let o = measure(&exe, &emu, &key, c, plan)?;
             let (f, _) = emu.counts();
@@ -166,36 +166,17 @@ pub fn run(plan: &Plan) -> Result<(), String> {
 }
 
 /// `tcpfec perf --server` in side b, stopped when dropped.
-struct Server(Child);
-
-impl Server {
-    fn start(exe: &Path, ns: &str, key: &Path) -> Result<Server, String> {
-        let mut child = netns_exec(ns, exe)
-            .args(["perf", "--server", "--json", "--listen"])
-            .arg(format!("{}:5201", emu::ADDR_B))
-            .arg("--key-file")
-            .arg(key)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start the perf server: {e}"))?;
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().expect("piped"))
-            .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
-        if !line.contains("listening") {
-            let _ = child.kill();
-            return Err(format!("the perf server did not start: {line}"));
-        }
-        Ok(Server(child))
+fn start_server(exe: &Path, ns: &str, key: &Path) -> Result<Killed, String> {
+    let mut cmd = netns_exec(ns, exe);
+    cmd.args(["perf", "--server", "--json", "--listen"])
+        .arg(format!("{}:5201", emu::ADDR_B))
+        .arg("--key-file")
+        .arg(key);
+    let (server, line) = spawn_with_line(cmd)?;
+    if !line.contains("listening") {
+        return Err(format!("the perf server did not start: {line}"));
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    Ok(server)
 }
 
 fn netns_exec(ns: &str, exe: &Path) -> Command {

@@ -1,7 +1,7 @@
 //! `tcpfec emu`: the TUN link emulator on the command line. Two network namespaces joined
 //! by an emulated link; the user runs any programs in them (kernel TCP, tcpfec, iperf3).
 
-use crate::net_cli::{on_sigusr1, runtime, LinkArgs};
+use crate::net_cli::{on_sigusr1, runtime, Link, LinkArgs};
 use clap::Args;
 use serde_json::{json, Value};
 use tcpfec_net::emu::{self, EmuConfig, Emulator};
@@ -46,22 +46,23 @@ fn counters(f: &DirCounts, b: &DirCounts, as_json: bool) -> String {
     format!("{}\n{}", line("a -> b", f), line("b -> a", b))
 }
 
-/// Starts an emulator from the flags (the error says what is missing, such as root).
-pub fn start(name: &str, link: &LinkArgs) -> Result<Emulator, String> {
-    let l = link.link()?;
+/// Starts an emulator with namespaces `name-a`, `name-b` joined by `link` (the error
+/// says what is missing, such as root).
+fn start(name: &str, link: &Link) -> Result<Emulator, String> {
     Emulator::start(&EmuConfig {
         name: name.to_string(),
-        forward: l.forward,
-        back: l.back,
-        seed: l.seed,
+        forward: link.forward,
+        back: link.back,
+        seed: link.seed,
     })
     .map_err(|e| format!("emu: {e}"))
 }
 
 /// `tcpfec emu`.
 pub fn emu(a: EmuArgs) -> Result<(), String> {
-    let desc = a.link.link()?.describe();
-    let e = start(&a.name, &a.link)?;
+    let link = a.link.link()?;
+    let desc = link.describe();
+    let e = start(&a.name, &link)?;
     let (na, nb) = (e.a.name().to_string(), e.b.name().to_string());
     eprintln!(
         "emulated link up: {na} ({}) <-> {nb} ({}): {desc}\n\

@@ -3,10 +3,11 @@
 //! `benches/quinn-bulk` moving the same bytes. Reports Gb/s and bytes per CPU-second of
 //! each side, and tcpfec's ratio to quinn.
 
+use crate::child::spawn_with_line;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 /// One two-process measurement.
 #[derive(Debug, Clone, Copy)]
@@ -17,30 +18,6 @@ pub struct Measured {
     pub sender_bpcs: f64,
     /// See `sender_bpcs`.
     pub receiver_bpcs: f64,
-}
-
-/// Kills a child process when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Spawns `cmd` and reads its first stdout line.
-fn spawn_with_line(mut cmd: Command) -> Result<(Killed, String), String> {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("piped"))
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
-    Ok((Killed(child), line))
 }
 
 /// `tcpfec perf` between two processes on loopback: `bytes` with `scheme`, encrypted.

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_fuzz;
 mod calibrate;
+mod child;
 mod compare;
 mod demo;
 mod emu_bench;

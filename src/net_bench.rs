@@ -58,12 +58,10 @@ pub struct NetBenchArgs {
     json: bool,
 }
 
+/// CPU seconds (user and system) this process has used.
 fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(u.ru_utime) + tv(u.ru_stime)
+    let (user, system) = tcpfec_net::perf::cpu::used();
+    user + system
 }
 
 fn any() -> SocketAddr {

@@ -124,37 +124,46 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
     };
     let data_scheme = scheme("--scheme", &a.scheme, false)?;
     let addr_text = with_port(a.addr.as_deref().expect("clap requires it"));
-    let mut runs: Vec<Option<String>> = Vec::new();
-    if a.compare {
-        runs.push(None);
-        let ccs = if a.congestion.is_empty() {
+    let tcpfec = Transport::Tcpfec {
+        scheme: data_scheme.name.clone(),
+    };
+    let runs: Vec<Transport> = if a.compare {
+        // cubic and bbr where the kernel has them; the system's default if neither.
+        let ccs: Vec<Option<String>> = if a.congestion.is_empty() {
             let have = kernel_tcp::available();
-            let picks: Vec<String> = ["cubic", "bbr"]
-                .iter()
-                .filter(|c| have.iter().any(|h| h == *c))
-                .map(|c| c.to_string())
+            let picks: Vec<Option<String>> = ["cubic", "bbr"]
+                .into_iter()
+                .filter(|c| have.iter().any(|h| h == c))
+                .map(|c| Some(c.to_string()))
                 .collect();
             if picks.is_empty() {
-                vec![String::new()]
+                vec![None]
             } else {
                 picks
             }
         } else {
-            a.congestion.clone()
+            a.congestion.iter().cloned().map(Some).collect()
         };
-        runs.extend(ccs.into_iter().map(Some));
+        std::iter::once(tcpfec)
+            .chain(
+                ccs.into_iter()
+                    .map(|congestion| Transport::Tcp { congestion }),
+            )
+            .collect()
     } else if tcp_only {
-        runs.push(Some(a.congestion.first().cloned().unwrap_or_default()));
+        vec![Transport::Tcp {
+            congestion: a.congestion.first().cloned(),
+        }]
     } else {
-        runs.push(None);
-    }
+        vec![tcpfec]
+    };
     let json_out = a.json;
     runtime()?.block_on(async move {
         let server = resolve("HOST:PORT", &addr_text).await?;
         let mut reports = Vec::new();
         for run in runs {
             let report = match run {
-                None => {
+                Transport::Tcpfec { .. } => {
                     let key = key.clone().expect("tcpfec runs have a key decision");
                     let mut cfg = EndpointConfig::new(key, data_scheme.clone());
                     // The data direction uses --scheme either way; the other direction
@@ -176,9 +185,8 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
                     ep.wait_done(Duration::from_secs(1)).await;
                     r?
                 }
-                Some(cc) => {
-                    let cc = (!cc.is_empty()).then_some(cc);
-                    one_run(&Connector::Tcp(cc), server, &opts, json_out).await?
+                Transport::Tcp { congestion } => {
+                    one_run(&Connector::Tcp(congestion), server, &opts, json_out).await?
                 }
             };
             reports.push(report);
@@ -301,26 +309,24 @@ fn summary(r: &Report) -> String {
     let cpu = |e: &SideEnd| 100.0 * (e.cpu_user + e.cpu_system) / e.wall.max(1e-9);
     let mut out = String::new();
     out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
-    out.push_str(&format!(
-        "[SUM] {:>6.2}-{:<6.2} sec {:>13} {:>16} {:>6} {:>7} {:>7}            sender\n",
-        0.0,
+    let sum_line = |secs: f64, bytes: u64, retr: &str, rep: &str, rec: &str, side: &str| {
+        format!(
+            "[SUM] {:>6.2}-{:<6.2} sec {:>13} {:>16} {retr:>6} {rep:>7} {rec:>7}            {side}\n",
+            0.0,
+            secs,
+            size(bytes as f64),
+            rate(bytes as f64 * 8.0 / secs.max(1e-9)),
+        )
+    };
+    out.push_str(&sum_line(
         ss,
-        size(sb as f64),
-        rate(sb as f64 * 8.0 / ss.max(1e-9)),
-        retr,
-        rep,
+        sb,
+        &retr.to_string(),
+        &rep.to_string(),
         "",
+        "sender",
     ));
-    out.push_str(&format!(
-        "[SUM] {:>6.2}-{:<6.2} sec {:>13} {:>16} {:>6} {:>7} {:>7}            receiver\n",
-        0.0,
-        rs,
-        size(rb as f64),
-        rate(rb as f64 * 8.0 / rs.max(1e-9)),
-        "",
-        "",
-        rec,
-    ));
+    out.push_str(&sum_line(rs, rb, "", "", &rec.to_string(), "receiver"));
     out.push_str(&format!(
         "CPU: sender {:.1} % ({} per CPU-second), receiver {:.1} % ({} per CPU-second)\n",
         cpu(&r.sender),
@@ -631,37 +637,13 @@ fn with_port(s: &str) -> String {
     }
 }
 
-/// Parses `10MB`, `1GiB`, `5000000`, `64K` (decimal SI and binary IEC units).
+/// Parses a byte count (`10MB`, `1GiB`, `5000000`, `64K`): the simulator's sizes, at
+/// least one byte.
 fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let x: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a byte count (e.g. 10MB, 1GiB, 5000000)"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "t" | "tb" => 1e12,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        "tib" => 1024f64.powi(4),
-        u => {
-            return Err(format!(
-                "unknown unit '{u}' in '{s}' (use B, KB, MB, GB, KiB, MiB, GiB)"
-            ))
-        }
-    };
-    let v = (x * mult).round();
-    if !(1.0..1e18).contains(&v) {
-        return Err(format!("'{s}': give at least one byte"));
+    match tcpfec_sim::units::parse_size(s)? {
+        0 => Err(format!("'{s}': give at least one byte")),
+        n => Ok(n),
     }
-    Ok(v as u64)
 }
 
 fn size(bytes: f64) -> String {

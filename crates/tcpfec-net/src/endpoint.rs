@@ -283,27 +283,11 @@ impl Endpoint {
     /// close messages have been handed to the socket.
     pub async fn close_all(&self, code: crate::control::CloseCode, reason: &str, limit: Duration) {
         self.begin_close_all(code, reason);
-        let end = tokio::time::Instant::now() + limit;
-        // Polling is acceptable here: this runs once at exit, not on the data path.
-        let mut round = None;
-        while tokio::time::Instant::now() < end {
-            let sent = self.shared.rounds.load(Ordering::Acquire);
-            match round {
-                // Every close was taken into a batch before round `r` ended or began:
-                // once another round has finished, it has been handed to the socket.
-                Some(r) if sent > r => return,
-                Some(_) => {}
-                None => {
-                    let st = self.shared.lock();
-                    if st.conns.values().all(|c| c.close.is_none()) && st.outbox.is_empty() {
-                        round = Some(sent);
-                        drop(st);
-                        self.shared.notify.notify_one();
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        // Once no close is pending and the outbox is empty, every close is in a batch.
+        self.flushed_after(limit, |st| {
+            st.conns.values().all(|c| c.close.is_none()) && st.outbox.is_empty()
+        })
+        .await;
     }
 
     /// Waits, at most `limit`, until every connection is done both ways — its own data
@@ -313,25 +297,32 @@ impl Endpoint {
     /// (two RTOs, there to answer a peer whose last acknowledgement was lost), so a
     /// command can exit as soon as its work is confirmed.
     pub async fn wait_done(&self, limit: Duration) -> bool {
+        // The acknowledgement of the peer's end is made by the engine poll that follows.
+        self.flushed_after(limit, |st| {
+            st.conns.values().all(|c| match &c.engine {
+                Some(e) => e.is_closed() || (e.all_acked() && e.peer_finished()),
+                None => true,
+            })
+        })
+        .await
+    }
+
+    /// Waits, at most `limit`, until `ready` holds and then until the driver has
+    /// finished one more round, so what the state asked for by then (a close, an
+    /// acknowledgement) has been handed to the socket; true if it got there.
+    async fn flushed_after(&self, limit: Duration, ready: impl Fn(&State) -> bool) -> bool {
         let end = tokio::time::Instant::now() + limit;
         let mut round = None;
         loop {
             let sent = self.shared.rounds.load(Ordering::Acquire);
             match round {
-                // Everything was done when round `r` was current: the acknowledgement
-                // of the peer's end is made by the next engine poll, and handed to the
-                // socket by the time another round has finished.
+                // `ready` held while round `r` was current: the next engine poll and
+                // batch happen in a later round, finished once the count passes `r`.
                 Some(r) if sent > r => return true,
                 Some(_) => {}
                 None => {
-                    let st = self.shared.lock();
-                    let done = st.conns.values().all(|c| match &c.engine {
-                        Some(e) => e.is_closed() || (e.all_acked() && e.peer_finished()),
-                        None => true,
-                    });
-                    if done {
+                    if ready(&self.shared.lock()) {
                         round = Some(sent);
-                        drop(st);
                         self.shared.notify.notify_one();
                     }
                 }

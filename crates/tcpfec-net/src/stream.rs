@@ -118,14 +118,15 @@ impl Watch {
             .unwrap_or_default()
     }
 
-    /// The sending side's congestion window (segments), pacing rate (payload bytes per
-    /// second; `None` for window-only schemes) and segment size; no window once the
+    /// The engine's counters together with the sending side's congestion window
+    /// (segments), pacing rate (payload bytes per second; `None` for window-only
+    /// schemes) and segment size, read at one instant; zeros and no window once the
     /// connection is gone.
-    pub fn window(&self) -> (Option<f64>, Option<f64>, u16) {
+    pub fn stats_and_window(&self) -> (Stats, Option<f64>, Option<f64>, u16) {
         let st = self.shared.lock();
         match st.conns.get(&self.id).and_then(|c| c.engine.as_ref()) {
-            Some(e) => (Some(e.cwnd()), e.pacing_rate(), e.config().mss),
-            None => (None, None, 0),
+            Some(e) => (e.stats(), Some(e.cwnd()), e.pacing_rate(), e.config().mss),
+            None => (Stats::default(), None, None, 0),
         }
     }
 

@@ -87,7 +87,8 @@ pub fn parse_probability(s: &str) -> Result<f64, String> {
     Ok(p)
 }
 
-/// Parses a byte size such as `1500`, `1080KiB`, `50MB`, `4GiB`.
+/// Parses a byte size such as `1500`, `1080KiB`, `50MB`, `4GiB`; the short forms `K`,
+/// `M`, `G`, `T` are the decimal units (as iperf3 writes them).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let (v, unit) = split_number(s)?;
     if v < 0.0 {
@@ -95,15 +96,17 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     }
     let scale = match unit.as_str() {
         "" | "b" => 1.0,
-        "kb" => 1e3,
+        "k" | "kb" => 1e3,
         "kib" => 1024.0,
-        "mb" => 1e6,
+        "m" | "mb" => 1e6,
         "mib" => 1024.0 * 1024.0,
-        "gb" => 1e9,
+        "g" | "gb" => 1e9,
         "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tb" => 1e12,
+        "tib" => 1024f64.powi(4),
         _ => {
             return Err(format!(
-                "'{s}': unknown size unit '{unit}' (B, KB, KiB, MB, MiB, GB, GiB)"
+                "'{s}': unknown size unit '{unit}' (B, KB, KiB, MB, MiB, GB, GiB, TB, TiB)"
             ))
         }
     };

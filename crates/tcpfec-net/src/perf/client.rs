@@ -3,7 +3,7 @@
 
 use super::control::{self, DataHeader, Hello, Message, SideEnd};
 use super::cpu::Meter;
-use super::movers::{Budget, Movers};
+use super::movers::{ticker, Budget, Movers};
 use super::probe::{Probe, Sample};
 use super::{kernel_tcp, BoxStream, Transport};
 use crate::Endpoint;
@@ -249,17 +249,11 @@ pub async fn run(
 
     let mut intervals = Vec::new();
     let mut prev = Prev::new(opts.streams as usize);
-    let period = Duration::from_secs_f64(opts.interval);
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let mut tick = ticker(opts.interval);
     let mut last_progress = (Instant::now(), 0u64);
     let mut t0 = 0.0;
-    while !movers.finished() {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = tokio::time::sleep(Duration::from_millis(20)) => {
-                if !movers.finished() { continue; }
-            }
-        }
+    loop {
+        let done = movers.tick_or_done(&mut tick).await;
         let t1 = start.elapsed().as_secs_f64();
         let iv = prev.interval(t0, t1, &movers, &remote, opts.reverse);
         on_interval(&iv);
@@ -276,6 +270,9 @@ pub async fn run(
                 io::ErrorKind::TimedOut,
                 format!("no data moved for {} s", STALL.as_secs()),
             ));
+        }
+        if done {
+            break;
         }
     }
     let ends = movers.join().await?;
@@ -392,5 +389,5 @@ fn random_id() -> u64 {
 }
 
 fn protocol(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("perf: {what}"))
+    control::invalid(&format!("perf: {what}"))
 }

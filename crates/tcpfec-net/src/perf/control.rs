@@ -129,7 +129,8 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     }
 }
 
-fn invalid(what: &str) -> io::Error {
+/// A malformed or unexpected message from the peer.
+pub(super) fn invalid(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_string())
 }
 

@@ -7,11 +7,13 @@ use super::control::StreamEnd;
 use super::probe::{Probe, Sample};
 use super::{BoxStream, BLOCK};
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+use tokio::time::Interval;
 
 /// How much a sender sends.
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +47,17 @@ pub struct Movers {
     /// Counters of each stream's connection.
     pub probes: Arc<Vec<Probe>>,
     tasks: Vec<JoinHandle<io::Result<(u64, f64)>>>,
+    /// Streams still moving data.
+    left: Arc<AtomicUsize>,
+    /// Told when the last stream is done.
+    all_done: Arc<Notify>,
+}
+
+/// An interval timer whose first tick is one period from now (a report covers a
+/// whole period).
+pub fn ticker(seconds: f64) -> Interval {
+    let period = Duration::from_secs_f64(seconds);
+    tokio::time::interval_at(tokio::time::Instant::now() + period, period)
 }
 
 impl Movers {
@@ -55,10 +68,9 @@ impl Movers {
         budgets: Vec<Budget>,
         start: Instant,
     ) -> Self {
-        let moved: Arc<Vec<AtomicU64>> =
-            Arc::new(streams.iter().map(|_| AtomicU64::new(0)).collect());
+        let moved = counters(streams.len());
         let probes = Arc::new(probes);
-        let tasks = streams
+        let work = streams
             .into_iter()
             .zip(budgets)
             .enumerate()
@@ -68,35 +80,67 @@ impl Movers {
                     probes: probes.clone(),
                     i,
                 };
-                tokio::spawn(send_one(s, b, start, at))
+                send_one(s, b, start, at)
+            })
+            .collect();
+        Self::spawn(work, moved, probes)
+    }
+
+    /// Starts reading every stream to its end.
+    pub fn receive(streams: Vec<BoxStream>, probes: Vec<Probe>, start: Instant) -> Self {
+        let moved = counters(streams.len());
+        let work = streams
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| receive_one(s, start, moved.clone(), i))
+            .collect();
+        Self::spawn(work, moved, Arc::new(probes))
+    }
+
+    /// Runs each stream's work as a task that says when the last one is done.
+    fn spawn<F>(work: Vec<F>, moved: Arc<Vec<AtomicU64>>, probes: Arc<Vec<Probe>>) -> Self
+    where
+        F: std::future::Future<Output = io::Result<(u64, f64)>> + Send + 'static,
+    {
+        let left = Arc::new(AtomicUsize::new(work.len()));
+        let all_done = Arc::new(Notify::new());
+        let tasks = work
+            .into_iter()
+            .map(|w| {
+                let (left, all_done) = (left.clone(), all_done.clone());
+                tokio::spawn(async move {
+                    let r = w.await;
+                    if left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        all_done.notify_one();
+                    }
+                    r
+                })
             })
             .collect();
         Movers {
             moved,
             probes,
             tasks,
-        }
-    }
-
-    /// Starts reading every stream to its end.
-    pub fn receive(streams: Vec<BoxStream>, probes: Vec<Probe>, start: Instant) -> Self {
-        let moved: Arc<Vec<AtomicU64>> =
-            Arc::new(streams.iter().map(|_| AtomicU64::new(0)).collect());
-        let tasks = streams
-            .into_iter()
-            .enumerate()
-            .map(|(i, s)| tokio::spawn(receive_one(s, start, moved.clone(), i)))
-            .collect();
-        Movers {
-            moved,
-            probes: Arc::new(probes),
-            tasks,
+            left,
+            all_done,
         }
     }
 
     /// True once every stream is done.
     pub fn finished(&self) -> bool {
-        self.tasks.iter().all(|t| t.is_finished())
+        self.left.load(Ordering::Acquire) == 0
+    }
+
+    /// Waits for the next tick of `tick` or for the last stream to finish; true once
+    /// every stream is done.
+    pub async fn tick_or_done(&self, tick: &mut Interval) -> bool {
+        if !self.finished() {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = self.all_done.notified() => {}
+            }
+        }
+        self.finished()
     }
 
     /// Waits for every stream and returns their totals (the first error, if any).
@@ -121,6 +165,11 @@ impl Movers {
             t.abort();
         }
     }
+}
+
+/// A zeroed byte counter per stream.
+fn counters(n: usize) -> Arc<Vec<AtomicU64>> {
+    Arc::new((0..n).map(|_| AtomicU64::new(0)).collect())
 }
 
 /// One stream's place in the shared counters.

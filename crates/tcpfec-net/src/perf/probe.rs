@@ -42,8 +42,7 @@ impl Probe {
     pub fn sample(&self) -> Sample {
         match self {
             Probe::Tcpfec(w) => {
-                let s = w.stats();
-                let (cwnd, pacing, mss) = w.window();
+                let (s, cwnd, pacing, mss) = w.stats_and_window();
                 Sample {
                     bytes_acked: s.bytes_acked,
                     retransmits: s.retransmissions,

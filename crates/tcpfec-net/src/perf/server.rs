@@ -3,7 +3,7 @@
 
 use super::control::{self, DataHeader, Hello, Message, SideEnd};
 use super::cpu::Meter;
-use super::movers::{Budget, Movers};
+use super::movers::{ticker, Budget, Movers};
 use super::probe::Probe;
 use super::{kernel_tcp, BoxStream};
 use crate::Endpoint;
@@ -123,29 +123,23 @@ async fn on_connection(
         Some(b) if b == control::DATA_MAGIC[0] => {
             let mut h = [0u8; DataHeader::LEN];
             r.read_exact(&mut h).await?;
-            let h = DataHeader::decode(&h)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad data header"))?;
+            let h = DataHeader::decode(&h).ok_or_else(|| control::invalid("bad data header"))?;
             let mut tests = pending.tests.lock().expect("not poisoned");
-            let slot = tests.get_mut(&h.test_id).ok_or_else(|| {
-                io::Error::new(io::ErrorKind::InvalidData, "data for an unknown test")
-            })?;
+            let slot = tests
+                .get_mut(&h.test_id)
+                .ok_or_else(|| control::invalid("data for an unknown test"))?;
             let place = slot
                 .streams
                 .get_mut(h.index as usize)
                 .filter(|p| p.is_none())
-                .ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::InvalidData, "bad or repeated stream index")
-                })?;
+                .ok_or_else(|| control::invalid("bad or repeated stream index"))?;
             *place = Some((Box::new(r), probe));
             if slot.streams.iter().all(Option::is_some) {
                 slot.ready.notify_one();
             }
             Ok(())
         }
-        Some(_) => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "not a perf client",
-        )),
+        Some(_) => Err(control::invalid("not a perf client")),
         None => Ok(()),
     }
 }
@@ -163,7 +157,7 @@ async fn control_connection(
     let mut ctl_r = control::Reader::new(ctl_r);
     let hello = match ctl_r.next().await? {
         Some(Message::Hello(h)) => h,
-        _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "expected hello")),
+        _ => return Err(control::invalid("expected hello")),
     };
     if let Err(reason) = check(&hello) {
         control::send(
@@ -229,19 +223,16 @@ async fn control_connection(
     } else {
         Movers::receive(streams, probes, start)
     };
-    let period = Duration::from_secs_f64(hello.interval);
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    while !movers.finished() {
-        tokio::select! {
-            _ = tick.tick() => {
-                let streams = movers.probes.iter().map(Probe::sample).collect();
-                let elapsed = start.elapsed().as_secs_f64();
-                if control::send(&mut ctl_w, &Message::Progress { elapsed, streams }).await.is_err() {
-                    movers.abort();
-                    return Err(io::Error::other("the client closed the control connection"));
-                }
-            }
-            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+    let mut tick = ticker(hello.interval);
+    while !movers.tick_or_done(&mut tick).await {
+        let streams = movers.probes.iter().map(Probe::sample).collect();
+        let elapsed = start.elapsed().as_secs_f64();
+        if control::send(&mut ctl_w, &Message::Progress { elapsed, streams })
+            .await
+            .is_err()
+        {
+            movers.abort();
+            return Err(io::Error::other("the client closed the control connection"));
         }
     }
     let ends = movers.join().await?;
