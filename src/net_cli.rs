@@ -141,6 +141,8 @@ pub struct RecvArgs {
     #[arg(long)]
     once: bool,
     #[command(flatten)]
+    threads: Threads,
+    #[command(flatten)]
     security: Security,
     #[command(flatten)]
     validation: Validation,
@@ -165,6 +167,8 @@ pub enum TunnelSide {
         /// Forward UDP datagrams too.
         #[arg(long)]
         udp: bool,
+        #[command(flatten)]
+        threads: Threads,
         #[command(flatten)]
         security: Security,
         #[command(flatten)]
@@ -324,9 +328,46 @@ impl LinkArgs {
     }
 }
 
+/// The number of CPUs this process may use (2 if the system does not say).
+pub(crate) fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// How many cores a server uses.
+#[derive(Args, Clone, Copy, Debug)]
+pub struct Threads {
+    /// Server: worker threads, and UDP sockets sharing the port (SO_REUSEPORT) that
+    /// split the connections between them: one connection runs on one core, several
+    /// spread over up to N. Default: the number of CPUs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+}
+
+impl Threads {
+    /// The number asked for, or the number of CPUs.
+    pub fn count(&self) -> usize {
+        self.threads.map_or_else(cpus, usize::from)
+    }
+
+    /// Whether the user gave `--threads`.
+    pub fn is_set(&self) -> bool {
+        self.threads.is_some()
+    }
+}
+
+/// A multi-threaded runtime with `threads` workers.
+pub(crate) fn runtime_with(threads: usize) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+/// The runtime of the client commands: a worker per CPU.
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(cpus())
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))
@@ -394,6 +435,9 @@ pub fn endpoint_json(e: &EndpointStats) -> Value {
         "rejects_sent": e.rejects_sent,
         "handshakes_accepted": e.handshakes_accepted,
         "keepalives_sent": e.keepalives_sent,
+        "path_challenges_sent": e.path_challenges_sent,
+        "migrations": e.migrations,
+        "forwarded": e.forwarded,
     });
     for (name, n) in e.drop_reasons() {
         v[name] = json!(n);
@@ -747,10 +791,11 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
     let mut cfg = endpoint_config(key, scheme("--scheme", &a.scheme, true)?, &a.report)?;
     a.validation.apply(&mut cfg);
     let json = a.report.json;
-    runtime()?.block_on(async move {
+    let threads = a.threads.count();
+    runtime_with(threads)?.block_on(async move {
         let mut signals = StopSignals::new()?;
         let listen = resolve("--listen", &a.listen).await?;
-        let ep = Endpoint::bind(listen, cfg, true)
+        let ep = Endpoint::server(listen, cfg, threads)
             .await
             .map_err(|e| format!("--listen {listen}: {e}"))?;
         let local = ep.local_addr().map_err(|e| e.to_string())?;
@@ -795,7 +840,11 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
 
 /// `tcpfec tunnel`.
 pub fn tunnel(side: TunnelSide) -> Result<(), String> {
-    runtime()?.block_on(async move {
+    let threads = match &side {
+        TunnelSide::Server { threads, .. } => threads.count(),
+        _ => cpus(),
+    };
+    runtime_with(threads)?.block_on(async move {
         let mut signals = StopSignals::new()?;
         let stats = Arc::new(TunnelStats::default());
         match side {
@@ -803,6 +852,7 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 listen,
                 to,
                 udp: _,
+                threads: _,
                 security,
                 validation,
                 scheme: sch,
@@ -814,7 +864,7 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 let listen = resolve("--listen", &listen).await?;
                 resolve("--to", &to).await?;
                 let ep = Arc::new(
-                    Endpoint::bind(listen, cfg, true)
+                    Endpoint::server(listen, cfg, threads)
                         .await
                         .map_err(|e| format!("--listen {listen}: {e}"))?,
                 );

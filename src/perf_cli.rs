@@ -1,7 +1,7 @@
 //! `tcpfec perf`: the command line of the iperf3-like test (`tcpfec_net::perf`): flags,
 //! live interval lines, the end summary, iperf3-shaped JSON, and `--compare` races.
 
-use crate::net_cli::{resolve, runtime, scheme, Security};
+use crate::net_cli::{resolve, runtime, runtime_with, scheme, Security, Threads};
 use clap::Args;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -81,6 +81,8 @@ pub struct PerfArgs {
     #[arg(long)]
     compare: bool,
     #[command(flatten)]
+    threads: Threads,
+    #[command(flatten)]
     security: Security,
     /// Output JSON in iperf3's shape (plus tcpfec's own fields) instead of text.
     #[arg(long, short = 'J')]
@@ -97,6 +99,9 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
     }
     if a.server {
         return serve(a);
+    }
+    if a.threads.is_set() {
+        return Err("--threads: a server option (the client uses one socket per -P stream)".into());
     }
     let bytes = a
         .bytes
@@ -175,14 +180,21 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
                     } else {
                         cfg.peer_scheme = Some(sack);
                     }
-                    let ep = Endpoint::client(cfg)
-                        .await
-                        .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
-                    let c = Connector::Tcpfec(&ep, data_scheme.name.clone());
+                    // One socket per data stream, so a sharded server spreads them.
+                    let mut eps = Vec::new();
+                    for _ in 0..opts.streams {
+                        let ep = Endpoint::client(cfg.clone())
+                            .await
+                            .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+                        eps.push(ep);
+                    }
+                    let c = Connector::Tcpfec(&eps, data_scheme.name.clone());
                     let r = one_run(&c, server, &opts, json_out).await;
                     drop(c);
                     // Let final acknowledgements go out; the test is already measured.
-                    ep.wait_done(Duration::from_secs(1)).await;
+                    for ep in &eps {
+                        ep.wait_done(Duration::from_secs(1)).await;
+                    }
                     r?
                 }
                 Transport::Tcp { congestion } => {
@@ -520,9 +532,10 @@ fn serve(a: PerfArgs) -> Result<(), String> {
     let key = a.security.key()?;
     let cfg = EndpointConfig::new(key, scheme("--scheme", &a.scheme, false)?);
     let json_out = a.json;
-    runtime()?.block_on(async move {
+    let threads = a.threads.count();
+    runtime_with(threads)?.block_on(async move {
         let listen = resolve("--listen", &with_port(&a.listen)).await?;
-        let ep = Endpoint::bind(listen, cfg, true)
+        let ep = Endpoint::server(listen, cfg, threads)
             .await
             .map_err(|e| format!("--listen {listen} (UDP): {e}"))?;
         let local = ep.local_addr().map_err(|e| e.to_string())?;

@@ -430,7 +430,8 @@ fn a_stopped_tunnel_resets_its_connections_and_exits_by_signal() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Starts `tcpfec perf --server --json` on an ephemeral port; returns it and its address.
+/// Starts `tcpfec perf --server --json` on an ephemeral port, sharded over two sockets
+/// whatever the machine; returns it and its address.
 fn start_perf_server(key: &Path) -> (Child, String) {
     let (child, line) = spawn_reporting(
         bin().args([
@@ -438,6 +439,8 @@ fn start_perf_server(key: &Path) -> (Child, String) {
             "--server",
             "--listen",
             "127.0.0.1:0",
+            "--threads",
+            "2",
             "--json",
             "--key-file",
             key.to_str().unwrap(),
@@ -469,7 +472,8 @@ fn perf_json_counts_exactly_the_bytes_it_moved_over_tcpfec_and_kernel_tcp() {
     let (dir, key, _) = keyed_scratch("perf");
     let (mut server, addr) = start_perf_server(&key);
     for (args, protocol) in [
-        (&["-n", "3000001", "-P", "2", "-i", "0.2"][..], "tcpfec"),
+        // Four streams from four sockets, spread over the server's two shards.
+        (&["-n", "3000001", "-P", "4", "-i", "0.2"][..], "tcpfec"),
         (&["-n", "2MB", "-R", "--scheme", "sack"][..], "tcpfec"),
         (&["-n", "2MB", "-R", "--tcp"][..], "TCP"),
     ] {
@@ -521,6 +525,12 @@ fn perf_refuses_bad_requests_with_reasons() {
         .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("-P"));
+    let o = bin()
+        .args(["perf", "127.0.0.1:9", "--threads", "2", "--insecure"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--threads: a server option"));
     let (mut server, addr) = start_perf_server(&key);
     let o = bin()
         .args(["perf", &addr, "--tcp", "--congestion", "no-such-cc"])

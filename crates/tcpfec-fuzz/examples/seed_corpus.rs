@@ -9,6 +9,7 @@ use core::time::Duration;
 use std::path::{Path, PathBuf};
 use tcpfec_fuzz::pair::{self, Delivery, Setup, MSS_CHOICES, SCHEMES};
 use tcpfec_fuzz::schedule;
+use tcpfec_net::crypto::Cipher;
 use tcpfec_net::envelope::{self, RejectReason};
 use tcpfec_net::params::{ClientParams, Opening, ServerParams};
 use tcpfec_proto::fec::fountain::{parameters, FountainEncoder};
@@ -167,25 +168,27 @@ fn envelopes() {
     write(
         "envelope",
         "initial-insecure",
-        &envelope::initial(false, 9, b"", &plain),
+        &envelope::initial(false, Cipher::ChaChaPoly, 9, b"", &plain),
     );
-    // Secure: Noise message 1 under the key the target's responder uses.
-    let mut hs = tcpfec_net::crypto::initiator(&psk);
-    let mut m1 = [0u8; 1024];
-    let n = hs
-        .write_message(&params("fectcp", None), &mut m1)
-        .expect("msg 1");
+    // Secure: Noise message 1 under the key the target's responder uses, with each cipher.
     let token = [5u8; 24];
-    write(
-        "envelope",
-        "initial-secure",
-        &envelope::initial(true, 9, &m1[..n], &m1[..n]),
-    );
-    write(
-        "envelope",
-        "initial-secure-token",
-        &envelope::initial(true, 9, &token, &m1[..n]),
-    );
+    for (cipher, name) in [(Cipher::ChaChaPoly, "chacha"), (Cipher::AesGcm, "aes")] {
+        let mut hs = tcpfec_net::crypto::initiator(&psk, cipher);
+        let mut m1 = [0u8; 1024];
+        let n = hs
+            .write_message(&params("fectcp", None), &mut m1)
+            .expect("msg 1");
+        write(
+            "envelope",
+            &format!("initial-secure-{name}"),
+            &envelope::initial(true, cipher, 9, &[], &m1[..n]),
+        );
+        write(
+            "envelope",
+            &format!("initial-secure-token-{name}"),
+            &envelope::initial(true, cipher, 9, &token, &m1[..n]),
+        );
+    }
     write("envelope", "retry", &envelope::retry(9, &token));
     let server = ServerParams {
         server_id: 77,

@@ -156,15 +156,17 @@ pub fn envelope(data: &[u8]) {
     match envelope::parse(data) {
         Some(Envelope::Initial {
             secure,
+            cipher,
             client_id,
             token,
             payload,
         }) => {
-            let again = envelope::initial(secure, client_id, token, payload);
+            let again = envelope::initial(secure, cipher, client_id, token, payload);
             assert_eq!(
                 envelope::parse(&again),
                 Some(Envelope::Initial {
                     secure,
+                    cipher,
                     client_id,
                     token,
                     payload
@@ -173,7 +175,7 @@ pub fn envelope(data: &[u8]) {
             if secure {
                 // What a server does with message 1 under a key.
                 let psk = tcpfec_net::Psk([7; 32]);
-                let mut hs = tcpfec_net::crypto::responder(&psk);
+                let mut hs = tcpfec_net::crypto::responder(&psk, cipher);
                 let mut plain = [0u8; 1024];
                 if let Ok(n) = hs.read_message(payload, &mut plain) {
                     client_params(&plain[..n]);

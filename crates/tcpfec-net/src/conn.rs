@@ -193,7 +193,13 @@ impl Conn {
         }
         *cookie_seen = true;
         // The same message 1 again, now with the token: the Noise state stays as it is.
-        *initial = envelope::initial(shared.cfg.key.is_some(), own_id, token, payload);
+        *initial = envelope::initial(
+            shared.cfg.key.is_some(),
+            shared.cfg.cipher,
+            own_id,
+            token,
+            payload,
+        );
         *tries = 0;
         *next = now;
     }

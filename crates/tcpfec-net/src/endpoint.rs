@@ -7,17 +7,18 @@
 use crate::clock::Clock;
 use crate::conn::{Conn, Phase, Unvalidated};
 use crate::cookie::CookieJar;
-use crate::crypto::{self, Sealer};
+use crate::crypto::{self, Cipher, Sealer};
 use crate::envelope::{self, Envelope, RejectReason};
 use crate::error::NetError;
 use crate::gro;
 use crate::gso;
 use crate::key::Psk;
 use crate::params::{ClientParams, Opening, ServerParams};
+use crate::shard::{self, Shard};
 use crate::stats::EndpointStats;
 use crate::stream::Stream;
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -42,6 +43,8 @@ pub struct EndpointConfig {
     pub key: Option<Psk>,
     /// The scheme this side sends with.
     pub scheme: Scheme,
+    /// Client: the AEAD to ask for (a server uses the one each client names).
+    pub cipher: Cipher,
     /// Client only: the scheme to ask the server to send with (`None`: the server's choice).
     pub peer_scheme: Option<Scheme>,
     /// An open connection fails when nothing authentic arrives for this long.
@@ -61,6 +64,7 @@ impl EndpointConfig {
         EndpointConfig {
             key,
             scheme,
+            cipher: Cipher::preferred(),
             peer_scheme: None,
             idle_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(5),
@@ -121,6 +125,11 @@ pub(crate) struct Shared {
     gro: bool,
     /// Driver rounds whose datagrams have all been handed to the socket.
     rounds: AtomicU64,
+    /// This endpoint's place among the server's shards ([`shard`]).
+    pub(crate) shard: Shard,
+    /// Server connections without a proven client address beyond which new clients get a
+    /// Retry: this shard's part of [`MAX_UNVALIDATED`].
+    max_unvalidated: usize,
 }
 
 impl Shared {
@@ -148,11 +157,14 @@ pub(crate) struct State {
 }
 
 impl State {
-    fn fresh_id(&self) -> u32 {
+    /// An unused connection id that belongs to `shard`.
+    fn fresh_id(&self, shard: &Shard) -> u32 {
         loop {
             let mut b = [0u8; 4];
             getrandom::getrandom(&mut b).expect("OS random source");
-            let id = u32::from_be_bytes(b);
+            let Some(id) = shard.claim(u32::from_be_bytes(b)) else {
+                continue;
+            };
             if id != 0 && !self.conns.contains_key(&id) {
                 return id;
             }
@@ -166,11 +178,15 @@ impl State {
     }
 }
 
-/// A tcpfec endpoint on one UDP socket: connects out, accepts in (if a server), or both.
+/// A tcpfec endpoint: connects out, accepts in (if a server), or both. It has one UDP
+/// socket, or, for a server asked for several shards, one per shard on the same port
+/// ([`shard`]), each with its own connections and driver task so that several
+/// connections run on several cores.
 pub struct Endpoint {
-    shared: Arc<Shared>,
+    /// The shards; a client and a one-shard server have exactly one.
+    shards: Vec<Arc<Shared>>,
     accept_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Stream>>,
-    driver: tokio::task::JoinHandle<()>,
+    drivers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Endpoint {
@@ -179,47 +195,96 @@ impl Endpoint {
         Self::bind("0.0.0.0:0".parse().expect("address"), cfg, false).await
     }
 
-    /// An endpoint bound to `addr`; `server` endpoints accept connections.
+    /// An endpoint on one socket bound to `addr`; `server` endpoints accept connections.
     pub async fn bind(addr: SocketAddr, cfg: EndpointConfig, server: bool) -> io::Result<Endpoint> {
-        let socket = UdpSocket::bind(addr).await?;
-        crate::sockopt::grow_buffers(&socket);
-        let gro = gro::enable(&socket);
+        Self::bind_sharded(addr, cfg, server, 1).await
+    }
+
+    /// A server on `shards` sockets sharing `addr` (at least one). Incoming connections
+    /// spread over the shards by the kernel's hash of the client's address; a single
+    /// connection uses one of them. Refused, like a plain bind, if `addr` is in use.
+    pub async fn server(
+        addr: SocketAddr,
+        cfg: EndpointConfig,
+        shards: usize,
+    ) -> io::Result<Endpoint> {
+        Self::bind_sharded(addr, cfg, true, shards.max(1)).await
+    }
+
+    async fn bind_sharded(
+        addr: SocketAddr,
+        cfg: EndpointConfig,
+        server: bool,
+        count: usize,
+    ) -> io::Result<Endpoint> {
+        let sockets = shard::bind(addr, count).await?;
+        let count = sockets.len();
         let (tx, rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                conns: HashMap::new(),
-                by_client: HashMap::new(),
-                accept_tx: server.then_some(tx),
-                jar: CookieJar::new(),
-                stats: EndpointStats::default(),
-                outbox: Vec::new(),
-                accepted: Vec::new(),
-                unvalidated: 0,
-                closing: false,
-            }),
-            notify: Notify::new(),
-            clock: Clock::new(),
-            cfg,
-            socket,
-            gro,
-            rounds: AtomicU64::new(0),
-        });
-        let driver = tokio::spawn(drive(shared.clone()));
+        let shards: Vec<Arc<Shared>> = sockets
+            .into_iter()
+            .enumerate()
+            .map(|(index, socket)| {
+                crate::sockopt::grow_buffers(&socket);
+                let gro = gro::enable(&socket);
+                Arc::new(Shared {
+                    state: Mutex::new(State {
+                        conns: HashMap::new(),
+                        by_client: HashMap::new(),
+                        accept_tx: server.then(|| tx.clone()),
+                        jar: CookieJar::new(),
+                        stats: EndpointStats::default(),
+                        outbox: Vec::new(),
+                        accepted: Vec::new(),
+                        unvalidated: 0,
+                        closing: false,
+                    }),
+                    notify: Notify::new(),
+                    clock: Clock::new(),
+                    cfg: cfg.clone(),
+                    socket,
+                    gro,
+                    rounds: AtomicU64::new(0),
+                    shard: Shard::new(index, count),
+                    max_unvalidated: MAX_UNVALIDATED.div_ceil(count),
+                })
+            })
+            .collect();
+        for s in &shards {
+            s.shard.join(shards.iter().map(Arc::downgrade).collect());
+        }
+        let drivers = shards
+            .iter()
+            .map(|s| tokio::spawn(drive(s.clone())))
+            .collect();
         Ok(Endpoint {
-            shared,
+            shards,
             accept_rx: tokio::sync::Mutex::new(rx),
-            driver,
+            drivers,
         })
     }
 
-    /// The socket's local address.
+    /// The socket's local address (all shards share it).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.shared.socket.local_addr()
+        self.shards[0].socket.local_addr()
     }
 
-    /// Endpoint-wide counters (dropped packets by reason, datagrams in and out).
+    /// How many shards (sockets and driver tasks) this endpoint has.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Endpoint-wide counters (dropped packets by reason, datagrams in and out), summed
+    /// over the shards.
     pub fn stats(&self) -> EndpointStats {
-        self.shared.lock().stats
+        self.shards
+            .iter()
+            .map(|s| s.lock().stats)
+            .fold(EndpointStats::default(), |a, b| a + b)
+    }
+
+    /// Each shard's own counters, in shard order.
+    pub fn shard_stats(&self) -> Vec<EndpointStats> {
+        self.shards.iter().map(|s| s.lock().stats).collect()
     }
 
     /// Waits for the next incoming connection (servers only; `None` otherwise).
@@ -230,13 +295,20 @@ impl Endpoint {
     /// Opens a connection to `peer`: the handshake (after a cookie round trip if the
     /// server asks for one), then a stream on which data may flow at once.
     pub async fn connect(&self, peer: SocketAddr) -> Result<Stream, NetError> {
+        let shared = &self.shards[0];
         let (tx, rx) = oneshot::channel();
         let id = {
-            let mut st = self.shared.lock();
-            let id = st.fresh_id();
-            let now = self.shared.clock.now();
-            let (payload, hs) = hello_payload(&self.shared.cfg);
-            let initial = envelope::initial(self.shared.cfg.key.is_some(), id, &[], &payload);
+            let mut st = shared.lock();
+            let id = st.fresh_id(&shared.shard);
+            let now = shared.clock.now();
+            let (payload, hs) = hello_payload(&shared.cfg);
+            let initial = envelope::initial(
+                shared.cfg.key.is_some(),
+                shared.cfg.cipher,
+                id,
+                &[],
+                &payload,
+            );
             let mut c = Conn::new(peer, 0, now);
             c.phase = Phase::Hello {
                 initial,
@@ -244,7 +316,7 @@ impl Endpoint {
                 sent: now,
                 tries: 0,
                 next: now,
-                deadline: now + self.shared.cfg.handshake_timeout,
+                deadline: now + shared.cfg.handshake_timeout,
                 cookie_seen: false,
                 hs,
             };
@@ -252,9 +324,9 @@ impl Endpoint {
             st.conns.insert(id, c);
             id
         };
-        self.shared.notify.notify_one();
+        shared.notify.notify_one();
         match rx.await {
-            Ok(Ok(())) => Ok(Stream::new(self.shared.clone(), id, peer)),
+            Ok(Ok(())) => Ok(Stream::new(shared.clone(), id, peer)),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(NetError::EndpointClosed),
         }
@@ -264,18 +336,20 @@ impl Endpoint {
     /// no data, and a stream dropped afterwards sends no FIN (its peer would read the end
     /// of a stream, not the reason). [`Endpoint::close_all`] waits for the messages.
     pub fn begin_close_all(&self, code: crate::control::CloseCode, reason: &str) {
-        {
-            let mut st = self.shared.lock();
-            for c in st.conns.values_mut() {
-                if c.engine.is_some() && c.error.is_none() {
-                    c.close = Some(crate::control::Control::Close {
-                        code,
-                        reason: reason.to_string(),
-                    });
+        for shared in &self.shards {
+            {
+                let mut st = shared.lock();
+                for c in st.conns.values_mut() {
+                    if c.engine.is_some() && c.error.is_none() {
+                        c.close = Some(crate::control::Control::Close {
+                            code,
+                            reason: reason.to_string(),
+                        });
+                    }
                 }
             }
+            shared.notify.notify_one();
         }
-        self.shared.notify.notify_one();
     }
 
     /// Closes every open connection with `code` (the peers report the reason at once
@@ -307,32 +381,18 @@ impl Endpoint {
         .await
     }
 
-    /// Waits, at most `limit`, until `ready` holds and then until the driver has
-    /// finished one more round, so what the state asked for by then (a close, an
-    /// acknowledgement) has been handed to the socket; true if it got there.
+    /// Waits, at most `limit` in all, until `ready` holds on every shard and then until
+    /// that shard's driver has finished one more round, so what the state asked for by
+    /// then (a close, an acknowledgement) has been handed to the socket; true if every
+    /// shard got there.
     async fn flushed_after(&self, limit: Duration, ready: impl Fn(&State) -> bool) -> bool {
         let end = tokio::time::Instant::now() + limit;
-        let mut round = None;
-        loop {
-            let sent = self.shared.rounds.load(Ordering::Acquire);
-            match round {
-                // `ready` held while round `r` was current: the next engine poll and
-                // batch happen in a later round, finished once the count passes `r`.
-                Some(r) if sent > r => return true,
-                Some(_) => {}
-                None => {
-                    if ready(&self.shared.lock()) {
-                        round = Some(sent);
-                        self.shared.notify.notify_one();
-                    }
-                }
-            }
-            if tokio::time::Instant::now() >= end {
+        for shared in &self.shards {
+            if !flushed_after(shared, end, &ready).await {
                 return false;
             }
-            // Polling is acceptable here: this runs once at exit, not on the data path.
-            tokio::time::sleep(Duration::from_millis(1)).await;
         }
+        true
     }
 
     /// Waits until every connection has closed, at most `limit`; true if they all did.
@@ -340,7 +400,7 @@ impl Endpoint {
     pub async fn wait_idle(&self, limit: Duration) -> bool {
         let end = tokio::time::Instant::now() + limit;
         loop {
-            if self.shared.lock().conns.is_empty() {
+            if self.shards.iter().all(|s| s.lock().conns.is_empty()) {
                 return true;
             }
             if tokio::time::Instant::now() >= end {
@@ -352,15 +412,46 @@ impl Endpoint {
     }
 }
 
+/// One shard's part of [`Endpoint::flushed_after`], waiting until `end` at most.
+async fn flushed_after(
+    shared: &Shared,
+    end: tokio::time::Instant,
+    ready: &impl Fn(&State) -> bool,
+) -> bool {
+    let mut round = None;
+    loop {
+        let sent = shared.rounds.load(Ordering::Acquire);
+        match round {
+            // `ready` held while round `r` was current: the next engine poll and batch
+            // happen in a later round, finished once the count passes `r`.
+            Some(r) if sent > r => return true,
+            Some(_) => {}
+            None => {
+                if ready(&shared.lock()) {
+                    round = Some(sent);
+                    shared.notify.notify_one();
+                }
+            }
+        }
+        if tokio::time::Instant::now() >= end {
+            return false;
+        }
+        // Polling is acceptable here: this runs once at exit, not on the data path.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 impl Drop for Endpoint {
     fn drop(&mut self) {
-        let mut st = self.shared.lock();
-        st.closing = true;
-        st.accept_tx = None;
-        drop(st);
-        self.shared.notify.notify_one();
-        if self.shared.lock().conns.is_empty() {
-            self.driver.abort();
+        for (shared, driver) in self.shards.iter().zip(&self.drivers) {
+            let mut st = shared.lock();
+            st.closing = true;
+            st.accept_tx = None;
+            drop(st);
+            shared.notify.notify_one();
+            if shared.lock().conns.is_empty() {
+                driver.abort();
+            }
         }
     }
 }
@@ -377,7 +468,7 @@ fn hello_payload(cfg: &EndpointConfig) -> (Vec<u8>, Option<Box<snow::HandshakeSt
     .encode();
     match &cfg.key {
         Some(psk) => {
-            let mut h = crypto::initiator(psk);
+            let mut h = crypto::initiator(psk, cfg.cipher);
             let mut m = vec![0u8; 1024];
             let n = h.write_message(&params, &mut m).expect("message 1 fits");
             m.truncate(n);
@@ -391,11 +482,14 @@ fn hello_payload(cfg: &EndpointConfig) -> (Vec<u8>, Option<Box<snow::HandshakeSt
 async fn drive(shared: Arc<Shared>) {
     let mut buf = vec![0u8; 65_536];
     let mut batch: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
-    let mut run = Vec::with_capacity(gso::MAX_TOTAL);
     loop {
         let (deadline, done, accepted, accept_tx) = {
+            let forwarded = shared.shard.take_inbox();
             let mut st = shared.lock();
             let now = shared.clock.now();
+            for (from, d) in &forwarded {
+                handle_datagram(&shared, &mut st, now, *from, d);
+            }
             let next = poll_all(&shared, &mut st, now);
             std::mem::swap(&mut batch, &mut st.outbox);
             let accepted = std::mem::take(&mut st.accepted);
@@ -409,7 +503,7 @@ async fn drive(shared: Arc<Shared>) {
                 let _ = tx.send(Stream::new(shared.clone(), id, peer));
             }
         }
-        send_batch(&shared.socket, &batch, &mut run).await;
+        send_batch(&shared.socket, &batch).await;
         batch.clear();
         shared.rounds.fetch_add(1, Ordering::Release);
         if done {
@@ -442,7 +536,7 @@ async fn drive(shared: Arc<Shared>) {
 /// Sends a batch of datagrams, joining runs of equal-sized ones for the same peer into
 /// segmented sends where the OS offers them. A send error (unreachable host, full buffer)
 /// is a lost packet to the engine, not an error of the endpoint.
-async fn send_batch(socket: &UdpSocket, batch: &[(SocketAddr, Vec<u8>)], run: &mut Vec<u8>) {
+async fn send_batch(socket: &UdpSocket, batch: &[(SocketAddr, Vec<u8>)]) {
     let mut i = 0;
     while i < batch.len() {
         let (to, first) = (&batch[i].0, &batch[i].1);
@@ -467,11 +561,9 @@ async fn send_batch(socket: &UdpSocket, batch: &[(SocketAddr, Vec<u8>)], run: &m
         if j - i == 1 {
             let _ = socket.send_to(first, *to).await;
         } else {
-            run.clear();
-            for (_, d) in &batch[i..j] {
-                run.extend_from_slice(d);
-            }
-            let _ = gso::send_run(socket, *to, run, seg).await;
+            let parts: Vec<IoSlice<'_>> =
+                batch[i..j].iter().map(|(_, d)| IoSlice::new(d)).collect();
+            let _ = gso::send_run(socket, *to, &parts, seg).await;
         }
         i = j;
     }
@@ -507,10 +599,15 @@ fn poll_all(shared: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
     next
 }
 
-/// Handles one received datagram.
+/// Handles one datagram received on this shard's socket.
 fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, b: &[u8]) {
     st.stats.datagrams_in += 1;
     st.stats.bytes_in += b.len() as u64;
+    handle_datagram(shared, st, now, from, b);
+}
+
+/// Handles one datagram, received here or forwarded by another shard (counted there).
+fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, b: &[u8]) {
     let Some(env) = envelope::parse(b) else {
         st.stats.malformed += 1;
         return;
@@ -518,12 +615,14 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
     match env {
         Envelope::Initial {
             secure,
+            cipher,
             client_id,
             token,
             payload,
         } => {
             let hello = Hello {
                 secure,
+                cipher,
                 client_id,
                 token,
                 payload,
@@ -568,7 +667,13 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
                 ..
             } = st;
             let Some(c) = conns.get_mut(&dst_id) else {
-                stats.unknown_conn += 1;
+                // A client whose address changed may reach another shard than the one
+                // holding its connection.
+                if shared.shard.forward(dst_id, from, b) {
+                    stats.forwarded += 1;
+                } else {
+                    stats.unknown_conn += 1;
+                }
                 return;
             };
             // Without encryption nothing proves a packet from another address comes from
@@ -598,6 +703,7 @@ fn on_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, 
 /// A client's Initial as the server reads it.
 struct Hello<'a> {
     secure: bool,
+    cipher: crypto::Cipher,
     client_id: u32,
     token: &'a [u8],
     payload: &'a [u8],
@@ -612,6 +718,7 @@ struct Hello<'a> {
 fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, hello: Hello<'_>) {
     let Hello {
         secure,
+        cipher,
         client_id,
         token,
         payload,
@@ -660,7 +767,7 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
         }
         !valid
     } else {
-        st.unvalidated >= MAX_UNVALIDATED || shared.cfg.retry == RetryPolicy::Always
+        st.unvalidated >= shared.max_unvalidated || shared.cfg.retry == RetryPolicy::Always
     };
     if ask_for_token {
         st.stats.retries_sent += 1;
@@ -680,7 +787,7 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
     let mut hs = None;
     let params = match &shared.cfg.key {
         Some(psk) => {
-            let mut h = crypto::responder(psk);
+            let mut h = crypto::responder(psk, cipher);
             match h.read_message(payload, &mut plain) {
                 Ok(n) => {
                     hs = Some(h);
@@ -706,7 +813,7 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
         st.stats.token_reused += 1;
         return;
     }
-    let id = st.fresh_id();
+    let id = st.fresh_id(&shared.shard);
     let send = params
         .want
         .clone()

@@ -3,8 +3,10 @@
 //!
 //! Every parser here checks lengths and returns `None` for anything malformed.
 
-/// Protocol version carried in Initial packets.
-pub const VERSION: u8 = 1;
+use crate::crypto::Cipher;
+
+/// Protocol version carried in Initial packets (2: one-round-trip start, cipher flag).
+pub const VERSION: u8 = 2;
 /// Initial packets are padded to at least this size, so the server's answers (Retry,
 /// Handshake, Reject) are always smaller than what it received: no amplification.
 pub const MIN_INITIAL: usize = 1200;
@@ -57,6 +59,8 @@ pub enum Envelope<'a> {
     Initial {
         /// True if the client encrypts (Noise); false for `--insecure`.
         secure: bool,
+        /// The client's AEAD (flag bit 1; ChaCha20-Poly1305 when insecure).
+        cipher: Cipher,
         /// The id the client wants the server to address it with.
         client_id: u32,
         /// Cookie token from a Retry (empty on the first try).
@@ -114,8 +118,9 @@ pub fn parse(b: &[u8]) -> Option<Envelope<'_>> {
             if b.len() < MIN_INITIAL || *b.get(1)? != VERSION {
                 return None;
             }
+            // Flags: bit 0 secure, bit 1 AES-GCM (only with bit 0).
             let flags = *b.get(2)?;
-            if flags & !1 != 0 {
+            if flags & !3 != 0 || flags == 2 {
                 return None;
             }
             let client_id = u32_at(b, 3)?;
@@ -125,6 +130,11 @@ pub fn parse(b: &[u8]) -> Option<Envelope<'_>> {
             let payload = b.get(11 + tlen..11 + tlen + plen)?;
             Some(Envelope::Initial {
                 secure: flags & 1 == 1,
+                cipher: if flags & 2 != 0 {
+                    Cipher::AesGcm
+                } else {
+                    Cipher::ChaChaPoly
+                },
                 client_id,
                 token,
                 payload,
@@ -160,12 +170,19 @@ pub fn parse(b: &[u8]) -> Option<Envelope<'_>> {
     }
 }
 
-/// Writes an Initial, padded to [`MIN_INITIAL`].
-pub fn initial(secure: bool, client_id: u32, token: &[u8], payload: &[u8]) -> Vec<u8> {
+/// Writes an Initial, padded to [`MIN_INITIAL`]; `cipher` counts only when `secure`.
+pub fn initial(
+    secure: bool,
+    cipher: Cipher,
+    client_id: u32,
+    token: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
     let mut v = Vec::with_capacity(MIN_INITIAL.max(11 + token.len() + payload.len()));
     v.push(Kind::Initial as u8);
     v.push(VERSION);
-    v.push(secure as u8);
+    let aes = secure && cipher == Cipher::AesGcm;
+    v.push(secure as u8 | (aes as u8) << 1);
     v.extend_from_slice(&client_id.to_be_bytes());
     v.extend_from_slice(&(token.len() as u16).to_be_bytes());
     v.extend_from_slice(token);
@@ -216,17 +233,23 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        let i = initial(true, 7, b"tok", b"hello");
-        assert_eq!(i.len(), MIN_INITIAL);
-        assert_eq!(
-            parse(&i),
-            Some(Envelope::Initial {
-                secure: true,
-                client_id: 7,
-                token: b"tok",
-                payload: b"hello"
-            })
-        );
+        for cipher in [Cipher::ChaChaPoly, Cipher::AesGcm] {
+            let i = initial(true, cipher, 7, b"tok", b"hello");
+            assert_eq!(i.len(), MIN_INITIAL);
+            assert_eq!(
+                parse(&i),
+                Some(Envelope::Initial {
+                    secure: true,
+                    cipher,
+                    client_id: 7,
+                    token: b"tok",
+                    payload: b"hello"
+                })
+            );
+        }
+        // Without encryption there is no cipher to name.
+        let plain = initial(false, Cipher::AesGcm, 7, b"", b"p");
+        assert_eq!(plain[2], 0);
         assert_eq!(
             parse(&retry(9, b"abc")),
             Some(Envelope::Retry {
@@ -262,8 +285,15 @@ mod tests {
 
     #[test]
     fn malformed_is_none_never_panics() {
-        let i = initial(false, 1, b"", b"p");
+        let mut i = initial(false, Cipher::ChaChaPoly, 1, b"", b"p");
         assert!(parse(&i[..100]).is_none(), "short Initial");
+        i[2] = 2; // AES-GCM without encryption
+        assert!(parse(&i).is_none(), "cipher flag without the secure flag");
+        i[2] = 4;
+        assert!(parse(&i).is_none(), "unknown flag");
+        i[2] = 0;
+        i[1] = 1;
+        assert!(parse(&i).is_none(), "version 1");
         assert!(parse(&[]).is_none());
         assert!(parse(&[9, 1, 2]).is_none());
         assert!(parse(&[4, 0, 0]).is_none());

@@ -213,12 +213,10 @@ mod tests {
             let gro = gro && enable(&rx);
             let tx = UdpSocket::bind("127.0.0.1:0").await.unwrap();
             let to = rx.local_addr().unwrap();
-            let mut run = Vec::new();
-            for i in 0..10u8 {
-                run.extend_from_slice(&[i; 1000]);
-            }
-            run.extend_from_slice(&[10; 300]);
-            crate::gso::send_run(&tx, to, &run, 1000).await.unwrap();
+            let mut run: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; 1000]).collect();
+            run.push(vec![10; 300]);
+            let parts: Vec<_> = run.iter().map(|d| std::io::IoSlice::new(d)).collect();
+            crate::gso::send_run(&tx, to, &parts, 1000).await.unwrap();
             let mut got: Vec<Vec<u8>> = Vec::new();
             let mut buf = vec![0u8; 65_536];
             while got.len() < 11 {

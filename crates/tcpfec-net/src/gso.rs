@@ -4,7 +4,7 @@
 //! profile; batching amortises it. Elsewhere, or when the kernel refuses, datagrams go one
 //! by one.
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::net::UdpSocket;
@@ -27,17 +27,24 @@ pub fn enabled() -> bool {
     SUPPORTED.load(Ordering::Relaxed) && !*OFF.get_or_init(|| std::env::var_os(ENV_OFF).is_some())
 }
 
-/// Sends `buf`, a run of datagrams of `seg` bytes each (the last may be shorter), to `to`.
-/// Falls back to one send per datagram if the kernel does not support segmentation.
-pub async fn send_run(sock: &UdpSocket, to: SocketAddr, buf: &[u8], seg: usize) -> io::Result<()> {
-    if buf.len() > seg && enabled() {
-        match send_segmented(sock, to, buf, seg).await {
+/// Sends `datagrams`, each `seg` bytes but the last (which may be shorter), to `to`. The
+/// kernel gathers them from where they lie (one `iovec` each), so they are not copied
+/// into one buffer first. Falls back to one send per datagram if the kernel does not
+/// support segmentation.
+pub async fn send_run(
+    sock: &UdpSocket,
+    to: SocketAddr,
+    datagrams: &[IoSlice<'_>],
+    seg: usize,
+) -> io::Result<()> {
+    if datagrams.len() > 1 && enabled() {
+        match send_segmented(sock, to, datagrams, seg).await {
             Ok(()) => return Ok(()),
             Err(e) if refused(&e) => SUPPORTED.store(false, Ordering::Relaxed),
             Err(e) => return Err(e),
         }
     }
-    for d in buf.chunks(seg) {
+    for d in datagrams {
         // A failed datagram is a lost packet to the engine; keep sending the rest.
         let _ = sock.send_to(d, to).await;
     }
@@ -55,7 +62,7 @@ fn refused(e: &io::Error) -> bool {
 async fn send_segmented(
     sock: &UdpSocket,
     to: SocketAddr,
-    buf: &[u8],
+    datagrams: &[IoSlice<'_>],
     seg: usize,
 ) -> io::Result<()> {
     use std::os::fd::AsRawFd;
@@ -69,19 +76,17 @@ async fn send_segmented(
         let r = sock.try_io(tokio::io::Interest::WRITABLE, || {
             // u64 storage keeps the control buffer aligned for cmsghdr.
             let mut control = [0u64; 8];
-            let mut iov = libc::iovec {
-                iov_base: buf.as_ptr() as *mut libc::c_void,
-                iov_len: buf.len(),
-            };
-            // SAFETY: every pointer in msg refers to a live local (addr, iov, control) for
-            // the duration of the sendmsg call; the control buffer is large enough for one
-            // cmsg carrying a u16 (CMSG_SPACE(2) = 24 bytes on 64-bit, we have 64).
+            // SAFETY: every pointer in msg refers to live data (addr, the datagrams,
+            // control) for the duration of the sendmsg call; `IoSlice` is ABI-compatible
+            // with `iovec` on Unix, and sendmsg only reads the slices; the control buffer
+            // is large enough for one cmsg carrying a u16 (CMSG_SPACE(2) = 24 bytes on
+            // 64-bit, we have 64).
             unsafe {
                 let mut msg: libc::msghdr = std::mem::zeroed();
                 msg.msg_name = addr.as_ptr() as *mut libc::c_void;
                 msg.msg_namelen = addr.len();
-                msg.msg_iov = &mut iov;
-                msg.msg_iovlen = 1;
+                msg.msg_iov = datagrams.as_ptr() as *mut libc::iovec;
+                msg.msg_iovlen = datagrams.len() as _;
                 msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
                 msg.msg_controllen = libc::CMSG_SPACE(2) as _;
                 let cmsg = libc::CMSG_FIRSTHDR(&msg);
@@ -108,7 +113,7 @@ async fn send_segmented(
 async fn send_segmented(
     _sock: &UdpSocket,
     _to: SocketAddr,
-    _buf: &[u8],
+    _datagrams: &[IoSlice<'_>],
     _seg: usize,
 ) -> io::Result<()> {
     Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))

@@ -27,6 +27,7 @@ pub mod perf;
 pub mod printable;
 pub mod relay;
 pub mod replay;
+mod shard;
 mod sockopt;
 pub mod stats;
 pub mod store;

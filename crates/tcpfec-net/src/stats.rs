@@ -46,6 +46,9 @@ pub struct EndpointStats {
     pub path_challenges_sent: u64,
     /// Connections moved to a validated new peer address (NAT rebinding, relay restart).
     pub migrations: u64,
+    /// Data packets a server shard received for another shard's connection (a client
+    /// whose address changed) and handed to that shard.
+    pub forwarded: u64,
 }
 
 impl EndpointStats {
@@ -68,5 +71,61 @@ impl EndpointStats {
     /// Datagrams dropped without effect, all reasons together.
     pub fn dropped(&self) -> u64 {
         self.drop_reasons().iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// Counters of several endpoints (a server's shards) together.
+impl std::ops::Add for EndpointStats {
+    type Output = EndpointStats;
+
+    fn add(self, other: EndpointStats) -> EndpointStats {
+        // No `..` here: a counter added to the struct must be added up too, or this
+        // does not compile.
+        let EndpointStats {
+            datagrams_in,
+            bytes_in,
+            datagrams_out,
+            bytes_out,
+            malformed,
+            auth_failed,
+            replayed,
+            unknown_conn,
+            wrong_source,
+            bad_inner,
+            unexpected,
+            bad_token,
+            token_reused,
+            retries_sent,
+            unvalidated_expired,
+            rejects_sent,
+            handshakes_accepted,
+            keepalives_sent,
+            path_challenges_sent,
+            migrations,
+            forwarded,
+        } = other;
+        EndpointStats {
+            datagrams_in: self.datagrams_in + datagrams_in,
+            bytes_in: self.bytes_in + bytes_in,
+            datagrams_out: self.datagrams_out + datagrams_out,
+            bytes_out: self.bytes_out + bytes_out,
+            malformed: self.malformed + malformed,
+            auth_failed: self.auth_failed + auth_failed,
+            replayed: self.replayed + replayed,
+            unknown_conn: self.unknown_conn + unknown_conn,
+            wrong_source: self.wrong_source + wrong_source,
+            bad_inner: self.bad_inner + bad_inner,
+            unexpected: self.unexpected + unexpected,
+            bad_token: self.bad_token + bad_token,
+            token_reused: self.token_reused + token_reused,
+            retries_sent: self.retries_sent + retries_sent,
+            unvalidated_expired: self.unvalidated_expired + unvalidated_expired,
+            rejects_sent: self.rejects_sent + rejects_sent,
+            handshakes_accepted: self.handshakes_accepted + handshakes_accepted,
+            keepalives_sent: self.keepalives_sent + keepalives_sent,
+            path_challenges_sent: self.path_challenges_sent + path_challenges_sent,
+            migrations: self.migrations + migrations,
+            forwarded: self.forwarded + forwarded,
+        }
     }
 }

@@ -4,12 +4,20 @@ mod common;
 
 use common::{data, Endpoint};
 use std::time::Duration;
+use tcpfec_net::crypto::Cipher;
 use tcpfec_net::{EndpointConfig, Psk};
 use tcpfec_proto::Scheme;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn transfer(key: Option<Psk>, scheme: &str, len: usize) {
-    let cfg = EndpointConfig::new(key, Scheme::parse(scheme).unwrap());
+    transfer_with(
+        EndpointConfig::new(key, Scheme::parse(scheme).unwrap()),
+        len,
+    )
+    .await
+}
+
+async fn transfer_with(cfg: EndpointConfig, len: usize) {
     let server = Endpoint::bind("127.0.0.1:0".parse().unwrap(), cfg.clone(), true)
         .await
         .unwrap();
@@ -54,4 +62,17 @@ async fn encrypted_loopback_transfer_with_fec() {
     )
     .await
     .expect("in time");
+}
+
+/// The client names its cipher and the server follows, whichever it is: both carry a
+/// transfer (on any CPU: AES-GCM without AES instructions is slow, not wrong).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn either_cipher_carries_an_encrypted_transfer() {
+    for cipher in [Cipher::ChaChaPoly, Cipher::AesGcm] {
+        let mut cfg = EndpointConfig::new(Some(Psk::generate()), Scheme::parse("sack").unwrap());
+        cfg.cipher = cipher;
+        tokio::time::timeout(Duration::from_secs(60), transfer_with(cfg, 4 << 20))
+            .await
+            .expect("in time");
+    }
 }

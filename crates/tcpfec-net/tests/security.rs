@@ -8,6 +8,7 @@ use common::{any, client, config, data, server};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tcpfec_net::crypto::Cipher;
 use tcpfec_net::error::net_error;
 use tcpfec_net::{NetError, Psk, RetryPolicy, MAX_UNVALIDATED};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -99,7 +100,13 @@ async fn garbage_forged_truncated_and_replayed_packets_are_dropped_and_counted()
                     .collect();
                 let _ = inject.send(&junk).await; // random
                 if seen.is_multiple_of(70) {
-                    let spoof = tcpfec_net::envelope::initial(true, x as u32, &[7; 24], &[1; 48]);
+                    let spoof = tcpfec_net::envelope::initial(
+                        true,
+                        Cipher::preferred(),
+                        x as u32,
+                        &[7; 24],
+                        &[1; 48],
+                    );
                     let _ = stranger.send_to(&spoof, srv_addr).await;
                 }
             }
@@ -388,10 +395,10 @@ fn genuine_initial(key: &Psk, id: u32) -> Vec<u8> {
         },
     }
     .encode();
-    let mut h = tcpfec_net::crypto::initiator(key);
+    let mut h = tcpfec_net::crypto::initiator(key, Cipher::preferred());
     let mut m = vec![0u8; 1024];
     let n = h.write_message(&params, &mut m).unwrap();
-    tcpfec_net::envelope::initial(true, id, &[], &m[..n])
+    tcpfec_net::envelope::initial(true, Cipher::preferred(), id, &[], &m[..n])
 }
 
 /// Without a cookie round the server answers a first Initial with the handshake, but it

@@ -30,8 +30,11 @@ pub struct Options {
 
 /// How the client opens connections.
 pub enum Connector<'a> {
-    /// tcpfec connections from this endpoint (its config names the schemes).
-    Tcpfec(&'a Endpoint, String),
+    /// tcpfec connections from these endpoints (their config names the schemes): the
+    /// control connection and data stream 0 from the first, data stream `i` from
+    /// endpoint `i` modulo their number. Several endpoints have several source ports,
+    /// which a sharded server spreads over its cores.
+    Tcpfec(&'a [Endpoint], String),
     /// Kernel TCP with this congestion control (`None`: the system default).
     Tcp(Option<String>),
 }
@@ -49,9 +52,12 @@ impl Connector<'_> {
         }
     }
 
-    async fn open(&self, addr: SocketAddr) -> io::Result<(BoxStream, Probe)> {
+    /// Opens connection number `slot` (0 for the control connection, the stream index
+    /// for data).
+    async fn open(&self, addr: SocketAddr, slot: u32) -> io::Result<(BoxStream, Probe)> {
         match self {
-            Connector::Tcpfec(ep, _) => {
+            Connector::Tcpfec(eps, _) => {
+                let ep = &eps[slot as usize % eps.len()];
                 let s = ep.connect(addr).await.map_err(io::Error::from)?;
                 let probe = Probe::Tcpfec(s.watch());
                 Ok((Box::new(s), probe))
@@ -185,7 +191,7 @@ pub async fn run(
             Connector::Tcpfec(..) => None,
         },
     };
-    let (ctl, _) = connector.open(server).await?;
+    let (ctl, _) = connector.open(server, 0).await?;
     let (ctl_r, mut ctl_w) = tokio::io::split(ctl);
     let mut ctl_r = control::Reader::new(ctl_r);
     control::send(&mut ctl_w, &Message::Hello(hello.clone())).await?;
@@ -199,7 +205,7 @@ pub async fn run(
     let mut streams = Vec::new();
     let mut probes = Vec::new();
     for index in 0..opts.streams {
-        let (mut s, p) = connector.open(server).await?;
+        let (mut s, p) = connector.open(server, index).await?;
         s.write_all(
             &DataHeader {
                 test_id: hello.test_id,
