@@ -366,11 +366,7 @@ pub(crate) fn runtime_with(threads: usize) -> Result<tokio::runtime::Runtime, St
 
 /// The runtime of the client commands: a worker per CPU.
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cpus())
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))
+    runtime_with(cpus())
 }
 
 pub(crate) async fn resolve(flag: &str, s: &str) -> Result<SocketAddr, String> {

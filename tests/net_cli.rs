@@ -516,28 +516,23 @@ fn perf_json_counts_exactly_the_bytes_it_moved_over_tcpfec_and_kernel_tcp() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Runs `tcpfec ARGS`, asserts that it fails, and returns what it printed on stderr.
+fn failure(args: &[&str]) -> String {
+    let o = bin().args(args).output().unwrap();
+    assert!(!o.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
 #[test]
 fn perf_refuses_bad_requests_with_reasons() {
     let (dir, key, _) = keyed_scratch("perf-bad");
-    let o = bin()
-        .args(["perf", "127.0.0.1:9", "-P", "0", "--insecure"])
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("-P"));
-    let o = bin()
-        .args(["perf", "127.0.0.1:9", "--threads", "2", "--insecure"])
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--threads: a server option"));
+    assert!(failure(&["perf", "127.0.0.1:9", "-P", "0", "--insecure"]).contains("-P"));
+    assert!(
+        failure(&["perf", "127.0.0.1:9", "--threads", "2", "--insecure"])
+            .contains("--threads: a server option")
+    );
     let (mut server, addr) = start_perf_server(&key);
-    let o = bin()
-        .args(["perf", &addr, "--tcp", "--congestion", "no-such-cc"])
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = failure(&["perf", &addr, "--tcp", "--congestion", "no-such-cc"]);
     assert!(
         err.contains("no-such-cc") && err.contains("offers"),
         "{err}"

@@ -561,9 +561,12 @@ async fn send_batch(socket: &UdpSocket, batch: &[(SocketAddr, Vec<u8>)]) {
         if j - i == 1 {
             let _ = socket.send_to(first, *to).await;
         } else {
-            let parts: Vec<IoSlice<'_>> =
-                batch[i..j].iter().map(|(_, d)| IoSlice::new(d)).collect();
-            let _ = gso::send_run(socket, *to, &parts, seg).await;
+            // On the stack: this runs for every batch, and a run is at most 64 datagrams.
+            let mut parts = [IoSlice::new(&[]); gso::MAX_SEGMENTS];
+            for (p, (_, d)) in parts.iter_mut().zip(&batch[i..j]) {
+                *p = IoSlice::new(d);
+            }
+            let _ = gso::send_run(socket, *to, &parts[..j - i], seg).await;
         }
         i = j;
     }

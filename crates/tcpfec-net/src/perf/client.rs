@@ -281,14 +281,7 @@ pub async fn run(
             break;
         }
     }
-    let ends = movers.join().await?;
-    let (cpu_user, cpu_system, wall) = meter.read();
-    let local = SideEnd {
-        streams: ends,
-        cpu_user,
-        cpu_system,
-        wall,
-    };
+    let local = SideEnd::measured(movers.join().await?, &meter);
     control::send(&mut ctl_w, &Message::Done(local.clone())).await?;
     tokio::time::timeout(Duration::from_secs(30), listener)
         .await

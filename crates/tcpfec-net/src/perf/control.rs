@@ -62,6 +62,19 @@ pub struct SideEnd {
     pub wall: f64,
 }
 
+impl SideEnd {
+    /// One side's totals: its streams' ends and the CPU and wall time `meter` has seen.
+    pub fn measured(streams: Vec<StreamEnd>, meter: &super::cpu::Meter) -> Self {
+        let (cpu_user, cpu_system, wall) = meter.read();
+        SideEnd {
+            streams,
+            cpu_user,
+            cpu_system,
+            wall,
+        }
+    }
+}
+
 /// A control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -160,14 +160,7 @@ async fn control_connection(
         _ => return Err(control::invalid("expected hello")),
     };
     if let Err(reason) = check(&hello) {
-        control::send(
-            &mut ctl_w,
-            &Message::Refuse {
-                reason: reason.clone(),
-            },
-        )
-        .await?;
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, reason));
+        return Err(refuse(&mut ctl_w, io::ErrorKind::InvalidInput, reason).await);
     }
     let ready = Arc::new(Notify::new());
     pending.tests.lock().expect("not poisoned").insert(
@@ -186,14 +179,7 @@ async fn control_connection(
         .remove(&hello.test_id);
     if gathered.is_err() {
         let reason = "not every data connection arrived within 10 s".to_string();
-        control::send(
-            &mut ctl_w,
-            &Message::Refuse {
-                reason: reason.clone(),
-            },
-        )
-        .await?;
-        return Err(io::Error::new(io::ErrorKind::TimedOut, reason));
+        return Err(refuse(&mut ctl_w, io::ErrorKind::TimedOut, reason).await);
     }
     let (streams, probes): (Vec<BoxStream>, Vec<Probe>) = slot
         .expect("present until removed here")
@@ -235,14 +221,7 @@ async fn control_connection(
             return Err(io::Error::other("the client closed the control connection"));
         }
     }
-    let ends = movers.join().await?;
-    let (cpu_user, cpu_system, wall) = meter.read();
-    let server = SideEnd {
-        streams: ends,
-        cpu_user,
-        cpu_system,
-        wall,
-    };
+    let server = SideEnd::measured(movers.join().await?, &meter);
     control::send(&mut ctl_w, &Message::Done(server.clone())).await?;
     let client = match tokio::time::timeout(Duration::from_secs(30), ctl_r.next()).await {
         Ok(Ok(Some(Message::Done(end)))) => Some(end),
@@ -259,6 +238,26 @@ async fn control_connection(
 }
 
 /// Why a requested test cannot run, if it cannot.
+/// Tells the client why its test is refused; returns the error this side ends with
+/// (the refusal's own send error if it could not be sent).
+async fn refuse<W: tokio::io::AsyncWrite + Unpin>(
+    ctl_w: &mut W,
+    kind: io::ErrorKind,
+    reason: String,
+) -> io::Error {
+    let sent = control::send(
+        ctl_w,
+        &Message::Refuse {
+            reason: reason.clone(),
+        },
+    )
+    .await;
+    match sent {
+        Ok(()) => io::Error::new(kind, reason),
+        Err(e) => e,
+    }
+}
+
 fn check(h: &Hello) -> Result<(), String> {
     if h.version != control::VERSION {
         return Err(format!(
