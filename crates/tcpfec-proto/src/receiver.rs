@@ -12,6 +12,9 @@ use std::collections::VecDeque;
 const MAX_REORDER_SEGMENTS: u64 = 1 << 20;
 /// A run of more missing segments than this is judged unrepairable without looking.
 const MAX_HOLE_CHECK: u64 = 64;
+/// Duplicate ACKs that make a sender retransmit (RFC 5681's DupThresh): a release of
+/// suppression sends at most this many in one burst.
+const DUP_THRESH: u32 = 3;
 
 /// How an arriving segment fitted into the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +41,9 @@ struct FecRx {
     /// One past the highest segment received.
     high_nxt: u64,
     dupacks_suppressed: u64,
+    /// Duplicate ACKs withheld since the cumulative ACK last moved (replayed if the
+    /// suppression is released).
+    withheld: u32,
 }
 
 /// A run of segments held out of order, with the time it last grew (RFC 2018 ordering).
@@ -76,8 +82,9 @@ pub(crate) struct Receiver {
     delayed_ack_timeout: Duration,
     unacked_in_order: u32,
     ack_now: bool,
-    /// Send the next ACK twice (see `FecConfig::repeat_recovery_ack`).
-    repeat_ack: bool,
+    /// ACKs still to send after the next one: a repeated recovery ACK (see
+    /// `FecConfig::repeat_recovery_ack`) or replayed duplicates (see `release_suppression`).
+    extra_acks: u32,
     delack_deadline: Option<Instant>,
     ts_recent: u32,
     ece_latched: bool,
@@ -105,7 +112,7 @@ impl Receiver {
             delayed_ack_timeout,
             unacked_in_order: 0,
             ack_now: false,
-            repeat_ack: false,
+            extra_acks: 0,
             delack_deadline: None,
             ts_recent: 0,
             ece_latched: false,
@@ -127,12 +134,17 @@ impl Receiver {
     /// recoveries as ECN).
     pub fn enable_fec(&mut self, cfg: FecConfig) {
         self.fec = Some(FecRx {
-            decoder: Decoder::default(),
+            decoder: if cfg.protect_retransmissions {
+                Decoder::with_overlapping_groups()
+            } else {
+                Decoder::default()
+            },
             cfg,
             loss_runs: cfg.measures_loss_runs().then(LossRunMeter::default),
             holes: Vec::new(),
             high_nxt: self.rcv_nxt,
             dupacks_suppressed: 0,
+            withheld: 0,
         });
     }
 
@@ -208,6 +220,7 @@ impl Receiver {
         if !any && !self.all_gaps_repairable() {
             // Recovery just became impossible: release the withheld duplicate ACKs.
             self.ack_now = true;
+            self.release_suppression();
         }
     }
 
@@ -218,7 +231,9 @@ impl Receiver {
         if arrival != Arrival::Ignored {
             // Deliver the cumulative ACK covering the rebuilt data at once.
             self.ack_now = true;
-            self.repeat_ack = self.fec.as_ref().is_some_and(|f| f.cfg.repeat_recovery_ack);
+            if self.fec.as_ref().is_some_and(|f| f.cfg.repeat_recovery_ack) {
+                self.extra_acks = self.extra_acks.max(1);
+            }
             if self
                 .fec
                 .as_ref()
@@ -304,8 +319,24 @@ impl Receiver {
             self.ack_now = false;
             if let Some(f) = self.fec.as_mut() {
                 f.dupacks_suppressed += 1;
+                f.withheld += 1;
             }
+        } else {
+            self.release_suppression();
         }
+    }
+
+    /// A gap can no longer be repaired: the ACK about to go out is joined by the
+    /// duplicates withheld for it, up to DupThresh in all, so the sender can retransmit at
+    /// once instead of waiting for that many more arrivals.
+    fn release_suppression(&mut self) {
+        let Some(f) = self.fec.as_mut() else { return };
+        let withheld = std::mem::take(&mut f.withheld);
+        if !f.cfg.replay_withheld_dupacks {
+            return;
+        }
+        let replay = withheld.min(DUP_THRESH - 1);
+        self.extra_acks = self.extra_acks.max(replay);
     }
 
     /// Stores or delivers a segment.
@@ -354,6 +385,9 @@ impl Receiver {
 
     fn deliver(&mut self, payload: Bytes, fin: bool) {
         self.rcv_nxt += 1;
+        if let Some(f) = self.fec.as_mut() {
+            f.withheld = 0; // the cumulative ACK moves: they are no longer duplicates
+        }
         if fin {
             self.fin_delivered = true;
         }
@@ -425,8 +459,9 @@ impl Receiver {
 
     /// Fields for an outgoing packet; marks the acknowledgement as sent.
     pub fn take_ack(&mut self) -> AckFields {
-        // A repeated recovery ACK goes out right after the first.
-        self.ack_now = std::mem::take(&mut self.repeat_ack);
+        // A repeated recovery ACK, or replayed duplicates, go out right after this one.
+        self.ack_now = self.extra_acks > 0;
+        self.extra_acks = self.extra_acks.saturating_sub(1);
         self.delack_deadline = None;
         self.unacked_in_order = 0;
         self.peek_ack()
@@ -561,6 +596,8 @@ mod tests {
             flush_at_flight_end: false,
             close_at_stream_end: false,
             repeat_recovery_ack: false,
+            protect_retransmissions: false,
+            replay_withheld_dupacks: true,
             adaptive: None,
         });
         r
@@ -650,6 +687,75 @@ mod tests {
             r.wants_ack(Instant::ZERO),
             "two members missing: not repairable"
         );
+    }
+
+    /// ACKs that go out now, one after another (each `take_ack` may leave more wanted).
+    fn drain_acks(r: &mut Receiver) -> Vec<u64> {
+        let mut acks = Vec::new();
+        while r.wants_ack(Instant::ZERO) {
+            acks.push(r.take_ack().ack);
+        }
+        acks
+    }
+
+    #[test]
+    fn a_release_replays_the_withheld_duplicate_acks_up_to_dupthresh() {
+        // Group 0..4 loses 1; arrivals of 2 and 3 are withheld (repairable)...
+        let mut r = fec_rx(true);
+        member(&mut r, 0, 0);
+        r.take_ack();
+        member(&mut r, 2, 0);
+        member(&mut r, 3, 0);
+        assert!(drain_acks(&mut r).is_empty());
+        // ...then the next group shows group 0's repair lost: the release sends the
+        // triggering duplicate and the two withheld ones, three in all, so the sender can
+        // fast-retransmit now rather than after two more arrivals.
+        member(&mut r, 5, 4);
+        assert_eq!(drain_acks(&mut r), vec![1, 1, 1]);
+        // Later duplicates go out one per arrival, as without suppression.
+        member(&mut r, 6, 4);
+        assert_eq!(drain_acks(&mut r), vec![1]);
+    }
+
+    #[test]
+    fn a_repair_that_cannot_rebuild_releases_the_withheld_duplicates() {
+        // Group 0..4 loses 1 and 3; the arrival of 2 is withheld (only 1 is known missing).
+        let mut r = fec_rx(true);
+        member(&mut r, 0, 0);
+        r.take_ack();
+        member(&mut r, 2, 0);
+        assert!(drain_acks(&mut r).is_empty());
+        // The repair follows the group's last member, so its arrival shows 3 lost too: one
+        // repair cannot rebuild two. The ACK it releases carries the withheld duplicate.
+        repair(&mut r, 0);
+        assert_eq!(drain_acks(&mut r), vec![1, 1]);
+    }
+
+    #[test]
+    fn a_lost_first_member_of_an_interleaved_block_leaks_no_duplicate_acks() {
+        // Four interleaved groups of 3 over segments 0..12; segment 0 is lost. The first
+        // members of groups 1-3 arrive before anything of group 0: three duplicate ACKs
+        // leaking here would make the sender retransmit what the repair will rebuild.
+        let mut r = fec_rx(true);
+        for seg in 1..5u64 {
+            let g = FecGroup {
+                first: seg % 4,
+                count: 3,
+                stride: 4,
+                repairs: 1,
+            };
+            r.on_segment(
+                Instant::ZERO,
+                seg,
+                data(seg as u8),
+                false,
+                1,
+                false,
+                Some(g),
+            );
+        }
+        assert!(drain_acks(&mut r).is_empty());
+        assert_eq!(r.fec_counts().4, 4);
     }
 
     #[test]

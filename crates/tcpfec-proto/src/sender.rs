@@ -83,6 +83,9 @@ pub(crate) struct Sender {
     /// Send one segment despite a closed peer window (persist probe).
     force_probe: bool,
     ecn_recover: Option<u64>,
+    /// cwnd just before the last ECN reduction; a loss in the same window reduces from it
+    /// (RFC 3168 §6.1.2: one reduction per window for ECN and loss together).
+    cwnd_before_ecn: f64,
     cwr_pending: bool,
     peer_window: u32,
     rto_deadline: Option<Instant>,
@@ -191,6 +194,7 @@ impl Sender {
             force_retransmit: false,
             force_probe: false,
             ecn_recover: None,
+            cwnd_before_ecn: 0.0,
             cwr_pending: false,
             peer_window: u32::MAX,
             rto_deadline: None,
@@ -491,6 +495,11 @@ impl Sender {
                 return Some(Outgoing::Segment(self.retransmit(now, seg)));
             }
             self.force_retransmit = false;
+            if let Some((enc, _)) = self.fec.as_mut() {
+                // No retransmission is due with the window open: the run has ended, and
+                // its group's repairs follow now rather than wait for a later one.
+                enc.flush_retransmissions();
+            }
         }
         // A group's repairs follow its last member at once, even when that member used the
         // last of the window: they count in pipe (throttling later data) but never wait
@@ -649,18 +658,34 @@ impl Sender {
 
     fn retransmit(&mut self, now: Instant, seg: u64) -> OutSegment {
         let in_flight = self.in_flight_bytes();
+        // Measured before this one is marked sent: the retransmissions due from here on,
+        // as many as one group holds (only when retransmissions are protected).
+        let cwnd = self.cc.cwnd();
+        let run = match self.fec.as_ref() {
+            Some((enc, f)) if f.protect_retransmissions => {
+                self.sb.due_run_from(seg, enc.group_size_at(cwnd) as u64)
+            }
+            _ => 0,
+        };
         // Only a lost segment sent again can be lost again; a tail probe's copy of a
         // segment still in flight is no loss if it goes missing.
         if self.sb.on_retransmitted(now, seg, in_flight) && self.cc.models_path() {
             self.retransmitted_order.push_back(seg);
         }
         let s = self.sb.get(seg).expect("retransmission is outstanding");
+        let (payload, fin) = (s.payload.clone(), s.fin);
+        let fec = match self.fec.as_mut() {
+            Some((enc, f)) if f.protect_retransmissions && !payload.is_empty() => {
+                Some(enc.add_retransmission(seg, &payload, run, cwnd))
+            }
+            _ => None,
+        };
         let out = OutSegment {
             seg,
-            payload: s.payload.clone(),
-            fin: s.fin,
+            payload,
+            fin,
             cwr: false,
-            fec: None,
+            fec,
         };
         self.retransmissions += 1;
         self.count_sent(out.payload.len());
@@ -814,9 +839,8 @@ impl Sender {
     fn enter_recovery(&mut self, now: Instant) {
         self.fast_recoveries += 1;
         self.on_unrepaired_loss(now);
-        let flight = self.flight_for_reduction();
         self.recover = Some(self.sb.nxt() - 1);
-        self.cc.on_congestion_event(now, flight);
+        self.reduce_for_loss(now);
         // Restart the retransmission timer with the fast retransmission (as ns-2 and Linux
         // do): when the RTO hugs a very stable RTT, the timer armed by the last new ACK
         // would otherwise expire just before the retransmission can be acknowledged.
@@ -839,6 +863,28 @@ impl Sender {
                 self.force_retransmit = true;
                 self.in_recovery = true;
             }
+        }
+    }
+
+    /// The multiplicative decrease of a loss episode. If an ECN reduction already cut the
+    /// window within this window of data, the two together reduce no further than the
+    /// loss alone would have from the window before it (RFC 3168 §6.1.2): a Sato ECN
+    /// reduction by r = 0.7 followed by a loss ends at 0.5 of the earlier window, not at
+    /// 0.35.
+    fn reduce_for_loss(&mut self, now: Instant) {
+        let ecn_this_window = self.ecn_recover.is_some_and(|r| self.sb.una() <= r);
+        if !ecn_this_window {
+            let flight = self.flight_for_reduction();
+            self.cc.on_congestion_event(now, flight);
+            return;
+        }
+        let cwnd = self.cc.cwnd();
+        let before =
+            (self.sb.outstanding() as u64).min(self.cwnd_before_ecn.floor().max(1.0) as u64);
+        self.cc.on_congestion_event(now, before);
+        if self.cc.ssthresh() > cwnd {
+            // The ECN reduction already went as far as this loss asks: no further cut.
+            self.cc.set_window_and_threshold(cwnd);
         }
     }
 
@@ -1013,6 +1059,7 @@ impl Sender {
             return;
         }
         self.ecn_reductions += 1;
+        self.cwnd_before_ecn = self.cc.cwnd();
         match factor {
             // S5: the receiver signals a recovered loss; reduce by the scheme's factor r.
             Some(r) => {
@@ -1107,6 +1154,117 @@ mod congestion_report_tests {
     /// Full segments the rate samples count as lost.
     fn declared_lost(s: &Sender) -> u64 {
         s.sb.rate.lost() / s.mss as u64
+    }
+
+    /// A plain cumulative ACK of `ack` at `at`, with or without ECN-Echo.
+    fn plain_ack(s: &mut Sender, at: Instant, ack: u64, ece: bool) {
+        s.on_ack(
+            at,
+            &AckInfo {
+                ack,
+                window: u32::MAX,
+                ts_ecr: 0,
+                sack: &[],
+                ece,
+                pure: true,
+                fec_feedback: None,
+            },
+        );
+        while s.poll(at).is_some() {}
+    }
+
+    #[test]
+    fn an_ecn_reduction_and_a_loss_in_one_window_reduce_once() {
+        // Sato's interleaved FEC with r = 0.7 on NewReno: a recovered loss (ECN-Echo) cuts
+        // cwnd to 0.7 W; a loss in the same window then asks for 0.5 W. Together they
+        // must end at 0.5 W (RFC 3168 §6.1.2), not at 0.7 · 0.5 W = 0.35 W.
+        let mut s = sender("fec-il-g1-l30-r0.7");
+        let at = Instant::from_nanos(200_000_000);
+        for a in 1..=6 {
+            plain_ack(&mut s, at, a, false);
+        }
+        let w = s.cc.cwnd();
+        plain_ack(&mut s, at, 7, true);
+        let after_ecn = s.cc.cwnd();
+        assert!(
+            (after_ecn - 0.7 * (w + 1.0)).abs() < 1.0,
+            "{w} -> {after_ecn}"
+        );
+        for _ in 0..3 {
+            plain_ack(&mut s, at, 7, false);
+        }
+        assert_eq!(s.fast_recoveries, 1);
+        let ss = s.cc.ssthresh();
+        assert!(
+            ss >= 0.5 * w - 1.0 && ss <= after_ecn,
+            "W {w}, after ECN {after_ecn}, after the loss ssthresh {ss}"
+        );
+    }
+
+    #[test]
+    fn a_sato_retransmission_is_protected_by_a_repair_of_its_own() {
+        // Sato §3.2: retransmissions are handled like originals, recoverable by a repair.
+        let mut s = sender("fec-il-g1-l30-r0.7");
+        let at = Instant::from_nanos(200_000_000);
+        s.on_ack(
+            at,
+            &AckInfo {
+                ack: 3,
+                window: u32::MAX,
+                ts_ecr: 0,
+                sack: &[],
+                ece: false,
+                pure: true,
+                fec_feedback: None,
+            },
+        );
+        for _ in 0..3 {
+            s.on_ack(
+                at,
+                &AckInfo {
+                    ack: 3,
+                    window: u32::MAX,
+                    ts_ecr: 0,
+                    sack: &[],
+                    ece: false,
+                    pure: true,
+                    fec_feedback: None,
+                },
+            );
+        }
+        assert_eq!(s.fast_recoveries, 1);
+        let Some(Outgoing::Segment(rtx)) = s.poll(at) else {
+            panic!("the fast retransmission goes first")
+        };
+        assert_eq!(rtx.seg, 3);
+        let g = rtx.fec.expect("the retransmission joins a group");
+        assert_eq!((g.first, g.count), (3, 1));
+        // NewReno marks one segment at a time: the group is complete, its repair next.
+        let Some(Outgoing::Repair(r)) = s.poll(at) else {
+            panic!("the retransmission's repair follows it")
+        };
+        assert_eq!(r.group, g);
+        // Without the protection (TCP-dFEC here) a retransmission joins no group.
+        let mut s = sender("dfec");
+        for _ in 0..4 {
+            s.on_ack(
+                at,
+                &AckInfo {
+                    ack: 3,
+                    window: u32::MAX,
+                    ts_ecr: 0,
+                    sack: &[],
+                    ece: false,
+                    pure: true,
+                    fec_feedback: None,
+                },
+            );
+        }
+        let rtx = std::iter::from_fn(|| s.poll(at)).find_map(|o| match o {
+            Outgoing::Segment(x) if x.seg == 3 => Some(x),
+            _ => None,
+        });
+        assert!(rtx.is_some_and(|x| x.fec.is_none()));
     }
 
     #[test]

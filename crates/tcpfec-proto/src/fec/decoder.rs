@@ -119,12 +119,69 @@ pub struct Decoder {
     /// the repair is counted lost.
     awaiting_repair: std::collections::VecDeque<(u64, u64)>,
     highest_source: u64,
+    /// Groups may overlap (protected retransmissions form groups of their own): a segment
+    /// counts in every group that holds it, and a rebuilt one in the others too.
+    overlapping: bool,
 }
+
+/// At most this many groups are searched for one segment when groups overlap.
+const MAX_OVERLAP: usize = 4;
 
 /// Segments rebuilt by one call: (segment number, payload).
 pub type Rebuilt = Vec<(u64, Bytes)>;
 
 impl Decoder {
+    /// A decoder for senders whose groups overlap (see `FecConfig::protect_retransmissions`).
+    pub fn with_overlapping_groups() -> Self {
+        Decoder {
+            overlapping: true,
+            ..Decoder::default()
+        }
+    }
+
+    /// Up to [`MAX_OVERLAP`] groups holding `seg`, nearest first: (key, index in group).
+    fn groups_holding(&self, seg: u64) -> ([(u64, usize); MAX_OVERLAP], usize) {
+        let mut found = [(0, 0); MAX_OVERLAP];
+        let mut n = 0;
+        for (&k, g) in self.groups.range(..=seg).rev().take(MEMBER_SEARCH_DEPTH) {
+            if let Some(i) = g.group.index_of(seg) {
+                found[n] = (k, i);
+                n += 1;
+                if n == MAX_OVERLAP {
+                    break;
+                }
+            }
+        }
+        (found, n)
+    }
+
+    /// Adds `seg` to every group holding it that lacks it, and rebuilds what that allows,
+    /// feeding each rebuilt segment to the other groups in turn (overlapping groups).
+    fn add_everywhere(&mut self, seg: u64, payload: &Bytes) -> Rebuilt {
+        let mut out: Rebuilt = Vec::new();
+        let mut work: Rebuilt = vec![(seg, payload.clone())];
+        while let Some((s, p)) = work.pop() {
+            let (found, n) = self.groups_holding(s);
+            for &(key, i) in &found[..n] {
+                let Some(g) = self.groups.get_mut(&key) else {
+                    continue;
+                };
+                if g.has(i) {
+                    continue;
+                }
+                g.add_member(i, &p);
+                for r in self.try_decode(key) {
+                    // Two groups holding the same missing segment may both rebuild it.
+                    if out.iter().all(|(s, _)| *s != r.0) {
+                        out.push(r.clone());
+                        work.push(r);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     fn find_member(&mut self, seg: u64) -> Option<(u64, usize)> {
         self.groups
             .range(..=seg)
@@ -150,6 +207,9 @@ impl Decoder {
                     .entry(g.first)
                     .or_insert_with(|| GroupRx::new(g));
             }
+        }
+        if self.overlapping {
+            return self.add_everywhere(seg, payload);
         }
         let Some((key, i)) = self.find_member(seg) else {
             return Vec::new();
@@ -200,7 +260,16 @@ impl Decoder {
             }
             return Vec::new();
         }
-        self.try_decode(group.first)
+        let rebuilt = self.try_decode(group.first);
+        if !self.overlapping {
+            return rebuilt;
+        }
+        let mut out = Vec::new();
+        for (s, p) in rebuilt {
+            out.extend(self.add_everywhere(s, &p));
+            out.push((s, p));
+        }
+        out
     }
 
     fn try_decode(&mut self, key: u64) -> Rebuilt {
@@ -252,21 +321,58 @@ impl Decoder {
     /// misses more members than it has repairs, or when the group's repairs should have
     /// arrived (a segment sent after them has) but too few did.
     pub fn gap_repairable(&mut self, seg: u64, highest: u64) -> bool {
+        if self.overlapping {
+            let (found, n) = self.groups_holding(seg);
+            if n == 0 {
+                return self.unseen_lane_repairable(seg, highest);
+            }
+            // Evaluated for every group, so each one that fails is counted.
+            let mut any = false;
+            for &(key, _) in &found[..n] {
+                any |= self.group_can_repair(key, highest);
+            }
+            return any;
+        }
         let Some((key, _)) = self.find_member(seg) else {
-            return false;
+            return self.unseen_lane_repairable(seg, highest);
         };
-        let g = self.groups.get_mut(&key).expect("found");
-        let missing = g.missing_up_to(highest);
+        self.group_can_repair(key, highest)
+    }
+
+    /// Can group `key` still rebuild its missing members, given the highest segment
+    /// received? Counts the group as unrecoverable the first time it cannot.
+    fn group_can_repair(&mut self, key: u64, highest: u64) -> bool {
+        let g = self.groups.get_mut(&key).expect("known group");
         let repairable = if highest > g.group.last() {
-            missing <= g.n_repairs
+            g.missing_up_to(highest) <= g.n_repairs
+        } else if g.n_repairs > 0 {
+            // A repair follows the group's last member: every member has been sent, and
+            // those not here are lost.
+            g.missing() <= g.group.repairs as u32
         } else {
-            missing <= g.group.repairs as u32
+            g.missing_up_to(highest) <= g.group.repairs as u32
         };
         if !repairable && !g.failed_counted {
             g.failed_counted = true;
             self.stats.unrecoverable_groups += 1;
         }
         repairable
+    }
+
+    /// A gap at `seg` in no known group may be the first member of an interleaved group
+    /// none of whose members has arrived yet: a block of `s` groups sends the first member
+    /// of every group before the second of any, so after a lost first member up to `s − 1`
+    /// members of the sibling groups arrive before anything of its own. It is taken for
+    /// one when a known group with stride `s > 1` starts less than `s` segments away, and
+    /// stays repairable while its second member (`seg + s`) is not yet due; once that is
+    /// due and still no member has arrived, two are missing.
+    fn unseen_lane_repairable(&self, seg: u64, highest: u64) -> bool {
+        let below = self.groups.range(..seg).next_back();
+        let above = self.groups.range(seg..).next();
+        [below, above].into_iter().flatten().any(|(_, g)| {
+            let s = g.group.stride as u64;
+            s > 1 && g.group.first.abs_diff(seg) < s && seg + s > highest
+        })
     }
 
     /// Forgets groups all of whose members lie below `rcv_nxt` (delivered in order).
@@ -335,6 +441,64 @@ mod tests {
         let got = d.on_source(13, None, &payload(13));
         assert_eq!(got, vec![(11, payload(11))]);
         assert_eq!(d.stats.recovered, 1);
+    }
+
+    #[test]
+    fn a_lost_first_member_of_an_interleaved_group_is_repairable_before_its_group_is_seen() {
+        // A block of 4 interleaved groups of 3 over segments 100..112: group j holds
+        // 100 + j, 104 + j, 108 + j. Segment 100 is lost; 101, 102, 103 arrive first.
+        let g = |j: u64| FecGroup {
+            repairs: 1,
+            first: 100 + j,
+            count: 3,
+            stride: 4,
+        };
+        let mut d = Decoder::default();
+        for j in 1..4 {
+            d.on_source(100 + j, Some(g(j)), &payload(100 + j));
+            assert!(d.gap_repairable(100, 100 + j), "after {}", 100 + j);
+        }
+        // 104, group 0's second member, arrives: its group is known now, one missing.
+        d.on_source(104, Some(g(0)), &payload(104));
+        assert!(d.gap_repairable(100, 104));
+        // Had 104 been lost too, the arrival of 105 shows two missing in a group never seen.
+        let mut d = Decoder::default();
+        for j in 1..4 {
+            d.on_source(100 + j, Some(g(j)), &payload(100 + j));
+        }
+        d.on_source(105, Some(g(1)), &payload(105));
+        assert!(!d.gap_repairable(100, 105));
+        // Without interleaving a gap in no known group is no repairable one.
+        let mut d = Decoder::default();
+        d.on_source(101, Some(group(101, 3)), &payload(101));
+        assert!(!d.gap_repairable(100, 101));
+    }
+
+    #[test]
+    fn a_retransmission_group_rebuilds_a_lost_retransmission_and_its_original_group() {
+        // Group 10..14 loses 11 and 13: its repair cannot help. 11 is retransmitted in a
+        // group of its own (first 11, one member) and lost again; that group's repair
+        // rebuilds 11, which leaves group 10 one short, so its repair rebuilds 13 as well.
+        let g = group(10, 4);
+        let (info, rep) = repair_for(g);
+        let mut d = Decoder::with_overlapping_groups();
+        d.on_source(10, Some(g), &payload(10));
+        d.on_source(12, Some(g), &payload(12));
+        assert!(d.on_repair(g, info, rep, 10).is_empty());
+        let r = group(11, 1);
+        let (rinfo, rrep) = repair_for(r);
+        let mut got = d.on_repair(r, rinfo, rrep, 10);
+        got.sort_by_key(|(s, _)| *s);
+        assert_eq!(got, vec![(11, payload(11)), (13, payload(13))]);
+        // A retransmission that arrives counts in its original group too: 12 and 13 lost,
+        // 13's retransmission (group 13, one member) arrives, and group 10 rebuilds 12.
+        let (info, rep) = repair_for(g);
+        let mut d = Decoder::with_overlapping_groups();
+        d.on_source(10, Some(g), &payload(10));
+        d.on_source(11, Some(g), &payload(11));
+        assert!(d.on_repair(g, info, rep, 10).is_empty());
+        let got = d.on_source(13, Some(group(13, 1)), &payload(13));
+        assert_eq!(got, vec![(12, payload(12))]);
     }
 
     #[test]
