@@ -43,6 +43,9 @@ struct Figure {
     x: String,
     x_values: Vec<String>,
     quick_x_values: Option<Vec<String>>,
+    /// How an x value becomes the setting of `x`: `{}` is the x value and `{series}` the
+    /// series value (then the series is part of the x setting, and `series_axis` only
+    /// names it).
     x_format: Option<String>,
     x_label: String,
     #[serde(default)]
@@ -53,7 +56,8 @@ struct Figure {
     quick_series: Option<Vec<String>>,
     metric: String,
     y_label: String,
-    /// Settings of this figure only, over the experiment's base.
+    /// Settings of this figure only, over the experiment's base; the value [`UNSET`]
+    /// removes a base setting (e.g. `loss` where the figure sets `ge`).
     #[serde(default)]
     set: BTreeMap<String, String>,
     /// Settings of this figure in `--quick` runs, over `set`.
@@ -69,6 +73,9 @@ struct Figure {
     /// Tabulate this series against the best of the others at every point
     /// (`crate::compare`).
     compare: Option<String>,
+    /// A scheme run at the figure's settings without the x or series setting, drawn as
+    /// one more series (flat across x): the conventional TCP the figure compares with.
+    baseline: Option<String>,
 }
 
 impl Figure {
@@ -106,7 +113,16 @@ struct Claim {
     high: Option<f64>,
     /// Check only these x values (default: all of the figure's).
     at: Option<Vec<String>>,
+    /// The report section the claim is listed under (default: the chapter's claims);
+    /// sensitivity checks go under their own.
+    section: Option<String>,
 }
+
+/// The report section of claims that name none.
+const MAIN_CLAIMS: &str = "Claims of the chapter";
+
+/// A figure's `set` value that removes the base's setting of that key.
+const UNSET: &str = "unset";
 
 /// What `reproduce` was asked.
 pub struct Options {
@@ -162,6 +178,33 @@ const SAMPLE: std::time::Duration = std::time::Duration::from_millis(100);
 /// Mean of one figure's points, by (series value, x value).
 type PointMeans = HashMap<(String, String), f64>;
 
+/// One figure's points: means, and standard deviations over seeds (a tie is a
+/// difference within one of them).
+struct Points {
+    means: PointMeans,
+    sds: PointMeans,
+}
+
+/// How a claim came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Verdict {
+    Agree,
+    /// The difference the claim is about lies within one standard deviation over seeds
+    /// (the larger of the two points'): too small to call with this many seeds.
+    Tie,
+    Differ,
+}
+
+impl Verdict {
+    fn label(self) -> &'static str {
+        match self {
+            Verdict::Agree => "agree",
+            Verdict::Tie => "tie",
+            Verdict::Differ => "**differ**",
+        }
+    }
+}
+
 struct Cell {
     series: String,
     x: String,
@@ -204,6 +247,13 @@ fn plan(
                 series.push(d.clone());
             }
         }
+        if let Some(b) = &fig.baseline {
+            series.push(b.clone());
+        }
+        let series_in_x = fig
+            .x_format
+            .as_ref()
+            .is_some_and(|f| f.contains("{series}"));
         for s in &series {
             for x in &xs {
                 let mut axes = Axes::default();
@@ -212,6 +262,10 @@ fn plan(
                         .map_err(|e| format!("{}: base: {e}", exp.id))?;
                 }
                 for (k, v) in &fig.set {
+                    if v == UNSET {
+                        axes.unset(k);
+                        continue;
+                    }
                     axes.set(k, v)
                         .map_err(|e| format!("{}: set: {e}", fig.id))?;
                 }
@@ -221,13 +275,19 @@ fn plan(
                             .map_err(|e| format!("{}: quick_set: {e}", fig.id))?;
                     }
                 }
-                axes.set(&fig.series_axis, s)
-                    .map_err(|e| format!("{}: {e}", fig.id))?;
-                if !time_series {
+                let is_baseline = fig.baseline.as_ref() == Some(s);
+                if is_baseline {
+                    axes.set("scheme", s)
+                        .map_err(|e| format!("{}: baseline: {e}", fig.id))?;
+                } else if !series_in_x {
+                    axes.set(&fig.series_axis, s)
+                        .map_err(|e| format!("{}: {e}", fig.id))?;
+                }
+                if !time_series && !is_baseline {
                     let xv = fig
                         .x_format
                         .as_ref()
-                        .map_or(x.clone(), |f| f.replace("{}", x));
+                        .map_or(x.clone(), |f| f.replace("{series}", s).replace("{}", x));
                     axes.set(&fig.x, &xv)
                         .map_err(|e| format!("{}: {e}", fig.id))?;
                 }
@@ -307,10 +367,14 @@ pub fn run(opts: &Options) -> Result<(), String> {
         base.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
     );
     let mut means: HashMap<(String, String, String), f64> = HashMap::new();
+    let mut sds: HashMap<(String, String, String), f64> = HashMap::new();
     let mut fig_md = String::new();
     let mut compared: Option<(String, Vec<crate::compare::Row>)> = None;
     for (fig, fcells) in exp.figure.iter().zip(&cells) {
-        let (md, m) = figure_outputs(fig, fcells, &outcomes, &out)?;
+        let (md, Points { means: m, sds: s }) = figure_outputs(fig, fcells, &outcomes, &out)?;
+        for ((series, x), v) in s {
+            sds.insert((fig.id.clone(), series, x), v);
+        }
         fig_md += &md;
         if let Some(c) = &fig.compare {
             let xs = fig.xs(opts.quick);
@@ -331,21 +395,39 @@ pub fn run(opts: &Options) -> Result<(), String> {
             means.insert((fig.id.clone(), s, x), v);
         }
     }
-    let _ = writeln!(report, "## Claims of the chapter\n");
-    let _ = writeln!(report, "| claim | verdict | evidence |\n|---|---|---|");
+    // Claims by section, in the order their sections first appear.
+    let mut sections: Vec<&str> = Vec::new();
     for c in &exp.claim {
-        let fig = exp
-            .figure
+        let name = c.section.as_deref().unwrap_or(MAIN_CLAIMS);
+        if !sections.contains(&name) {
+            sections.push(name);
+        }
+    }
+    for section in sections {
+        let mut table = String::new();
+        let mut counts = [0usize; 3];
+        for c in exp
+            .claim
             .iter()
-            .find(|f| f.id == c.figure)
-            .ok_or(format!("claim refers to unknown figure {}", c.figure))?;
-        let (ok, evidence) = check_claim(c, fig, &means, opts.quick);
+            .filter(|c| c.section.as_deref().unwrap_or(MAIN_CLAIMS) == section)
+        {
+            let fig = exp
+                .figure
+                .iter()
+                .find(|f| f.id == c.figure)
+                .ok_or(format!("claim refers to unknown figure {}", c.figure))?;
+            let (verdict, evidence) = check_claim(c, fig, &means, &sds, opts.quick);
+            counts[verdict as usize] += 1;
+            let _ = writeln!(table, "| {} | {} | {} |", c.text, verdict.label(), evidence);
+        }
         let _ = writeln!(
             report,
-            "| {} | {} | {} |",
-            c.text,
-            if ok { "agree" } else { "**differ**" },
-            evidence
+            "## {section}\n\n{} agree, {} tie, {} differ. A tie: the difference the claim is about lies within one standard deviation over seeds (the larger of the two points').\n",
+            counts[0], counts[1], counts[2]
+        );
+        let _ = writeln!(
+            report,
+            "| claim | verdict | evidence |\n|---|---|---|\n{table}"
         );
     }
     if let Some((name, rows)) = &compared {
@@ -364,13 +446,14 @@ fn figure_outputs(
     cells: &[Cell],
     outcomes: &[Outcome],
     out: &Path,
-) -> Result<(String, PointMeans), String> {
+) -> Result<(String, Points), String> {
     if fig.x == "time" {
         return time_series_outputs(fig, cells, outcomes, out);
     }
     let mut csv = format!("{},{},mean,sd,n\n", fig.series_axis, fig.x);
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     let mut means = HashMap::new();
+    let mut sds = HashMap::new();
     let mut md = format!(
         "## {}\n\n![{}]({}.svg)\n\n| {} | {} | {} |\n|---|---|---|\n",
         fig.title, fig.id, fig.id, fig.series_axis, fig.x_label, fig.y_label
@@ -408,6 +491,7 @@ fn figure_outputs(
         let _ = writeln!(csv, "{},{},{mean},{sd},{n}", c.series, c.x);
         let _ = writeln!(md, "| {} | {} | {mean:.4} ± {sd:.4} |", c.series, c.x);
         means.insert((c.series.clone(), c.x.clone()), mean);
+        sds.insert((c.series.clone(), c.x.clone()), sd);
         match series.iter_mut().find(|(s, _)| *s == c.series) {
             Some((_, pts)) => pts.push((numeric(&c.x), mean)),
             None => series.push((c.series.clone(), vec![(numeric(&c.x), mean)])),
@@ -445,7 +529,7 @@ fn figure_outputs(
         &axes,
         &series,
     )?;
-    Ok((md, means))
+    Ok((md, Points { means, sds }))
 }
 
 /// A figure over time: each series is the first seed's run of its cell, sampled every
@@ -455,7 +539,7 @@ fn time_series_outputs(
     cells: &[Cell],
     outcomes: &[Outcome],
     out: &Path,
-) -> Result<(String, PointMeans), String> {
+) -> Result<(String, Points), String> {
     let mut csv = format!("{},time_s,value\n", fig.series_axis);
     let mut series = Vec::new();
     for c in cells {
@@ -501,7 +585,13 @@ fn time_series_outputs(
         "## {}\n\n![{}]({}.svg)\n\nTime series of the first seed: `{}.csv`.\n\n",
         fig.title, fig.id, fig.id, fig.id
     );
-    Ok((md, HashMap::new()))
+    Ok((
+        md,
+        Points {
+            means: HashMap::new(),
+            sds: HashMap::new(),
+        },
+    ))
 }
 
 /// A closed-form value for one point of a figure, in the figure's metric.
@@ -546,12 +636,102 @@ fn model_value(model: &str, metric: &str, sc: &tcpfec_sim::Scenario) -> Result<f
     Ok(packets / data_rate)
 }
 
+/// Means or standard deviations of every experiment's points, by (figure, series, x).
+type AllPoints = HashMap<(String, String, String), f64>;
+
+/// Checks a claim. "above", "below" and "argmax_in" can come out as a tie (see
+/// [`Verdict::Tie`]); the other kinds agree or differ.
 fn check_claim(
     c: &Claim,
     fig: &Figure,
-    means: &HashMap<(String, String, String), f64>,
+    means: &AllPoints,
+    sds: &AllPoints,
     quick: bool,
-) -> (bool, String) {
+) -> (Verdict, String) {
+    let point = |m: &AllPoints, s: &str, x: &str| {
+        m.get(&(fig.id.clone(), s.to_string(), x.to_string()))
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    let mut xs = fig.xs(quick);
+    if let Some(at) = &c.at {
+        xs.retain(|x| at.contains(x));
+    }
+    if xs.is_empty() {
+        return (
+            Verdict::Differ,
+            "none of the claim's x values was run".into(),
+        );
+    }
+    match c.kind.as_str() {
+        "above" | "below" => {
+            let (a, b) = (
+                c.a.clone().unwrap_or_default(),
+                c.b.clone().unwrap_or_default(),
+            );
+            let sign = if c.kind == "above" { 1.0 } else { -1.0 };
+            let mut verdict = Verdict::Agree;
+            let mut ev = Vec::new();
+            for x in &xs {
+                let (va, vb) = (point(means, &a, x), point(means, &b, x));
+                let sd = point(sds, &a, x).max(point(sds, &b, x));
+                let d = sign * (va - vb);
+                let here = if !d.is_finite() {
+                    Verdict::Differ
+                } else if d.abs() <= sd {
+                    Verdict::Tie
+                } else if d > 0.0 {
+                    Verdict::Agree
+                } else {
+                    Verdict::Differ
+                };
+                verdict = verdict.max(here);
+                let mark = if here == Verdict::Tie { " (tie)" } else { "" };
+                ev.push(format!("{x}: {va:.3} vs {vb:.3}{mark}"));
+            }
+            (verdict, format!("{a} vs {b} — {}", ev.join("; ")))
+        }
+        "argmax_in" => {
+            let s = c.series_value.clone().unwrap_or_default();
+            let (lo, hi) = (c.low.unwrap_or(f64::MIN), c.high.unwrap_or(f64::MAX));
+            let inside = |x: &String| (lo..=hi).contains(&numeric(x));
+            let best_of = |pick: &dyn Fn(&String) -> bool| {
+                xs.iter()
+                    .filter(|x| pick(x))
+                    .map(|x| (x, point(means, &s, x), point(sds, &s, x)))
+                    .filter(|p| p.1.is_finite())
+                    .max_by(|p, q| p.1.total_cmp(&q.1))
+            };
+            let (Some(best), Some(best_in)) = (best_of(&|_| true), best_of(&inside)) else {
+                return (Verdict::Differ, "no points".into());
+            };
+            let best_out = best_of(&|x| !inside(x));
+            // The claimed range wins clearly, loses clearly, or is within one sd.
+            let verdict = if inside(best.0) {
+                match best_out {
+                    Some(o) if best.1 - o.1 <= best.2.max(o.2) => Verdict::Tie,
+                    _ => Verdict::Agree,
+                }
+            } else if best.1 - best_in.1 <= best.2.max(best_in.2) {
+                Verdict::Tie
+            } else {
+                Verdict::Differ
+            };
+            let ev = format!(
+                "best {} for {s}: {} ({:.3} ± {:.3}); best in the claimed range: {} ({:.3} ± {:.3})",
+                fig.x_label, best.0, best.1, best.2, best_in.0, best_in.1, best_in.2
+            );
+            (verdict, ev)
+        }
+        _ => {
+            let (ok, ev) = check_plain(c, fig, means, quick);
+            (if ok { Verdict::Agree } else { Verdict::Differ }, ev)
+        }
+    }
+}
+
+/// The claim kinds that only agree or differ.
+fn check_plain(c: &Claim, fig: &Figure, means: &AllPoints, quick: bool) -> (bool, String) {
     let mut xs = fig.xs(quick);
     if let Some(at) = &c.at {
         xs.retain(|x| at.contains(x));
@@ -583,8 +763,6 @@ fn check_claim(
         (ok, format!("{a} vs {b} — {ev}"))
     };
     match c.kind.as_str() {
-        "above" => fmt(&|x, y| x > y),
-        "below" => fmt(&|x, y| x < y),
         "close" => {
             let tol = c.tolerance.unwrap_or(0.1);
             fmt(&|x, y| (x / y - 1.0).abs() <= tol)
@@ -693,21 +871,6 @@ fn check_claim(
             }
             (ok, format!("{} — {}", c.kind, ev.join("; ")))
         }
-        "argmax_in" => {
-            let s = c.series_value.clone().unwrap_or_default();
-            let best = xs
-                .iter()
-                .map(|x| (x, get(&s, x)))
-                .max_by(|p, q| p.1.total_cmp(&q.1));
-            match best {
-                Some((x, v)) => {
-                    let xn = numeric(x);
-                    let ok = xn >= c.low.unwrap_or(f64::MIN) && xn <= c.high.unwrap_or(f64::MAX);
-                    (ok, format!("best {} for {s}: {x} ({v:.3})", fig.x_label))
-                }
-                None => (false, "no points".into()),
-            }
-        }
         other => (false, format!("unknown claim kind '{other}'")),
     }
 }
@@ -789,5 +952,104 @@ y_label = "y"
         // 90 seeds: 9e10 events, within.
         let (runs, _) = plan(&exp, &opts(90), 90, &exp.base).unwrap();
         opts(90).limits.check(&runs).unwrap();
+    }
+
+    /// A figure of two series over two x values, with the given (mean, sd) per point.
+    fn points(vals: &[(&str, &str, f64, f64)]) -> (AllPoints, AllPoints) {
+        let mut means = AllPoints::new();
+        let mut sds = AllPoints::new();
+        for &(s, x, m, sd) in vals {
+            means.insert(("f".into(), s.into(), x.into()), m);
+            sds.insert(("f".into(), s.into(), x.into()), sd);
+        }
+        (means, sds)
+    }
+
+    fn figure_and_claim(kind: &str) -> (Figure, Claim) {
+        let exp: Experiment = toml::from_str(&format!(
+            r#"
+id = "t"
+title = "t"
+seeds = 1
+quick_seeds = 1
+[base]
+[[figure]]
+id = "f"
+title = "t"
+x = "delay"
+x_values = ["1", "2"]
+x_label = "x"
+series = ["a", "b"]
+metric = "goodput_mbps"
+y_label = "y"
+[[claim]]
+text = "t"
+figure = "f"
+kind = "{kind}"
+a = "a"
+b = "b"
+series_value = "a"
+low = 2
+high = 2
+"#
+        ))
+        .unwrap();
+        let Experiment {
+            mut figure,
+            mut claim,
+            ..
+        } = exp;
+        (figure.remove(0), claim.remove(0))
+    }
+
+    #[test]
+    fn a_difference_within_one_standard_deviation_is_a_tie() {
+        let (fig, c) = figure_and_claim("above");
+        let check = |vals: &[(&str, &str, f64, f64)]| {
+            let (m, s) = points(vals);
+            check_claim(&c, &fig, &m, &s, false).0
+        };
+        // Clearly above at both x: agree.
+        let clear = [
+            ("a", "1", 10.0, 1.0),
+            ("b", "1", 5.0, 1.0),
+            ("a", "2", 10.0, 1.0),
+            ("b", "2", 5.0, 1.0),
+        ];
+        assert_eq!(check(&clear), Verdict::Agree);
+        // Above at 1 by less than the larger sd (2): a tie.
+        let close = [
+            ("a", "1", 6.0, 2.0),
+            ("b", "1", 5.0, 0.5),
+            ("a", "2", 10.0, 1.0),
+            ("b", "2", 5.0, 1.0),
+        ];
+        assert_eq!(check(&close), Verdict::Tie);
+        // Clearly below at 2: differ, whatever the other point.
+        let below = [
+            ("a", "1", 6.0, 2.0),
+            ("b", "1", 5.0, 0.5),
+            ("a", "2", 1.0, 1.0),
+            ("b", "2", 5.0, 1.0),
+        ];
+        assert_eq!(check(&below), Verdict::Differ);
+        // argmax claimed at x = 2: best at 1 but within one sd of 2 is a tie; far off differs.
+        let (fig, c) = figure_and_claim("argmax_in");
+        let check = |vals: &[(&str, &str, f64, f64)]| {
+            let (m, s) = points(vals);
+            check_claim(&c, &fig, &m, &s, false).0
+        };
+        assert_eq!(
+            check(&[("a", "1", 10.0, 1.0), ("a", "2", 9.5, 1.0)]),
+            Verdict::Tie
+        );
+        assert_eq!(
+            check(&[("a", "1", 10.0, 1.0), ("a", "2", 5.0, 1.0)]),
+            Verdict::Differ
+        );
+        assert_eq!(
+            check(&[("a", "1", 5.0, 1.0), ("a", "2", 10.0, 1.0)]),
+            Verdict::Agree
+        );
     }
 }

@@ -224,6 +224,11 @@ impl Axes {
         self.values.contains_key(axis)
     }
 
+    /// Forgets a setting (it takes its default again).
+    pub fn unset(&mut self, axis: &str) {
+        self.values.remove(axis);
+    }
+
     /// Reads axes from TOML text: keys are flag names (`-` or `_`), values are strings,
     /// numbers, booleans or arrays of them.
     pub fn from_toml(text: &str) -> Result<Axes, String> {
