@@ -724,21 +724,21 @@ fn check_claim(
             (verdict, ev)
         }
         _ => {
-            let (ok, ev) = check_plain(c, fig, means, quick);
+            let (ok, ev) = check_plain(c, fig, means, &xs, quick);
             (if ok { Verdict::Agree } else { Verdict::Differ }, ev)
         }
     }
 }
 
-/// The claim kinds that only agree or differ.
-fn check_plain(c: &Claim, fig: &Figure, means: &AllPoints, quick: bool) -> (bool, String) {
-    let mut xs = fig.xs(quick);
-    if let Some(at) = &c.at {
-        xs.retain(|x| at.contains(x));
-        if xs.is_empty() {
-            return (false, "none of the claim's x values was run".into());
-        }
-    }
+/// The claim kinds that only agree or differ, checked at `xs` (the figure's x values the
+/// claim names).
+fn check_plain(
+    c: &Claim,
+    fig: &Figure,
+    means: &AllPoints,
+    xs: &[String],
+    quick: bool,
+) -> (bool, String) {
     let get = |s: &str, x: &str| {
         means
             .get(&(fig.id.clone(), s.to_string(), x.to_string()))
@@ -849,7 +849,7 @@ fn check_plain(c: &Claim, fig: &Figure, means: &AllPoints, quick: bool) -> (bool
             let series = fig.series_values(quick);
             let mut ok = true;
             let mut ev = Vec::new();
-            for x in &xs {
+            for x in xs {
                 let best = series
                     .iter()
                     .map(|s| (s, get(s, x)))
@@ -954,19 +954,10 @@ y_label = "y"
         opts(90).limits.check(&runs).unwrap();
     }
 
-    /// A figure of two series over two x values, with the given (mean, sd) per point.
-    fn points(vals: &[(&str, &str, f64, f64)]) -> (AllPoints, AllPoints) {
-        let mut means = AllPoints::new();
-        let mut sds = AllPoints::new();
-        for &(s, x, m, sd) in vals {
-            means.insert(("f".into(), s.into(), x.into()), m);
-            sds.insert(("f".into(), s.into(), x.into()), sd);
-        }
-        (means, sds)
-    }
-
-    fn figure_and_claim(kind: &str) -> (Figure, Claim) {
-        let exp: Experiment = toml::from_str(&format!(
+    /// The verdict of a claim of `kind` (series "a" against "b", or the best x of "a"
+    /// claimed at 2) on a figure whose points have the given (series, x, mean, sd).
+    fn verdict(kind: &str, vals: &[(&str, &str, f64, f64)]) -> Verdict {
+        let mut exp: Experiment = toml::from_str(&format!(
             r#"
 id = "t"
 title = "t"
@@ -994,21 +985,19 @@ high = 2
 "#
         ))
         .unwrap();
-        let Experiment {
-            mut figure,
-            mut claim,
-            ..
-        } = exp;
-        (figure.remove(0), claim.remove(0))
+        let mut means = AllPoints::new();
+        let mut sds = AllPoints::new();
+        for &(s, x, m, sd) in vals {
+            means.insert(("f".into(), s.into(), x.into()), m);
+            sds.insert(("f".into(), s.into(), x.into()), sd);
+        }
+        let (fig, c) = (exp.figure.remove(0), exp.claim.remove(0));
+        check_claim(&c, &fig, &means, &sds, false).0
     }
 
     #[test]
     fn a_difference_within_one_standard_deviation_is_a_tie() {
-        let (fig, c) = figure_and_claim("above");
-        let check = |vals: &[(&str, &str, f64, f64)]| {
-            let (m, s) = points(vals);
-            check_claim(&c, &fig, &m, &s, false).0
-        };
+        let check = |vals: &[(&str, &str, f64, f64)]| verdict("above", vals);
         // Clearly above at both x: agree.
         let clear = [
             ("a", "1", 10.0, 1.0),
@@ -1034,11 +1023,7 @@ high = 2
         ];
         assert_eq!(check(&below), Verdict::Differ);
         // argmax claimed at x = 2: best at 1 but within one sd of 2 is a tie; far off differs.
-        let (fig, c) = figure_and_claim("argmax_in");
-        let check = |vals: &[(&str, &str, f64, f64)]| {
-            let (m, s) = points(vals);
-            check_claim(&c, &fig, &m, &s, false).0
-        };
+        let check = |vals: &[(&str, &str, f64, f64)]| verdict("argmax_in", vals);
         assert_eq!(
             check(&[("a", "1", 10.0, 1.0), ("a", "2", 9.5, 1.0)]),
             Verdict::Tie

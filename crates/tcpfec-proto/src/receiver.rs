@@ -603,13 +603,23 @@ mod tests {
         r
     }
 
+    /// Segment `seg` arrives as a member of the group of 4 consecutive segments from
+    /// `first`.
     fn member(r: &mut Receiver, seg: u64, first: u64) {
-        let g = FecGroup {
-            first,
-            count: 4,
-            stride: 1,
-            repairs: 1,
-        };
+        member_of(
+            r,
+            seg,
+            FecGroup {
+                first,
+                count: 4,
+                stride: 1,
+                repairs: 1,
+            },
+        );
+    }
+
+    /// Segment `seg` arrives as a member of group `g`.
+    fn member_of(r: &mut Receiver, seg: u64, g: FecGroup) {
         r.on_segment(
             Instant::ZERO,
             seg,
@@ -744,15 +754,7 @@ mod tests {
                 stride: 4,
                 repairs: 1,
             };
-            r.on_segment(
-                Instant::ZERO,
-                seg,
-                data(seg as u8),
-                false,
-                1,
-                false,
-                Some(g),
-            );
+            member_of(&mut r, seg, g);
         }
         assert!(drain_acks(&mut r).is_empty());
         assert_eq!(r.fec_counts().4, 4);

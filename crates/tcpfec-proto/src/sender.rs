@@ -873,16 +873,14 @@ impl Sender {
     /// 0.35.
     fn reduce_for_loss(&mut self, now: Instant) {
         let ecn_this_window = self.ecn_recover.is_some_and(|r| self.sb.una() <= r);
-        if !ecn_this_window {
-            let flight = self.flight_for_reduction();
-            self.cc.on_congestion_event(now, flight);
-            return;
-        }
         let cwnd = self.cc.cwnd();
-        let before =
-            (self.sb.outstanding() as u64).min(self.cwnd_before_ecn.floor().max(1.0) as u64);
-        self.cc.on_congestion_event(now, before);
-        if self.cc.ssthresh() > cwnd {
+        let window = if ecn_this_window {
+            self.cwnd_before_ecn
+        } else {
+            cwnd
+        };
+        self.cc.on_congestion_event(now, self.flight_within(window));
+        if ecn_this_window && self.cc.ssthresh() > cwnd {
             // The ECN reduction already went as far as this loss asks: no further cut.
             self.cc.set_window_and_threshold(cwnd);
         }
@@ -893,7 +891,12 @@ impl Sender {
     /// that already left the network during a long recovery, and halving that would set
     /// ssthresh far above the window the path actually carried.
     fn flight_for_reduction(&self) -> u64 {
-        (self.sb.outstanding() as u64).min(self.cc.cwnd().floor().max(1.0) as u64)
+        self.flight_within(self.cc.cwnd())
+    }
+
+    /// The data outstanding, at most `window` segments (at least one).
+    fn flight_within(&self, window: f64) -> u64 {
+        (self.sb.outstanding() as u64).min(window.floor().max(1.0) as u64)
     }
 
     fn on_ece(&mut self, now: Instant) {
@@ -1156,8 +1159,8 @@ mod congestion_report_tests {
         s.sb.rate.lost() / s.mss as u64
     }
 
-    /// A plain cumulative ACK of `ack` at `at`, with or without ECN-Echo.
-    fn plain_ack(s: &mut Sender, at: Instant, ack: u64, ece: bool) {
+    /// A plain cumulative ACK of `ack` at `at`, with or without ECN-Echo; nothing polled.
+    fn ack_only(s: &mut Sender, at: Instant, ack: u64, ece: bool) {
         s.on_ack(
             at,
             &AckInfo {
@@ -1170,6 +1173,11 @@ mod congestion_report_tests {
                 fec_feedback: None,
             },
         );
+    }
+
+    /// [`ack_only`], then everything the sender will send at `at`.
+    fn plain_ack(s: &mut Sender, at: Instant, ack: u64, ece: bool) {
+        ack_only(s, at, ack, ece);
         while s.poll(at).is_some() {}
     }
 
@@ -1206,31 +1214,8 @@ mod congestion_report_tests {
         // Sato §3.2: retransmissions are handled like originals, recoverable by a repair.
         let mut s = sender("fec-il-g1-l30-r0.7");
         let at = Instant::from_nanos(200_000_000);
-        s.on_ack(
-            at,
-            &AckInfo {
-                ack: 3,
-                window: u32::MAX,
-                ts_ecr: 0,
-                sack: &[],
-                ece: false,
-                pure: true,
-                fec_feedback: None,
-            },
-        );
-        for _ in 0..3 {
-            s.on_ack(
-                at,
-                &AckInfo {
-                    ack: 3,
-                    window: u32::MAX,
-                    ts_ecr: 0,
-                    sack: &[],
-                    ece: false,
-                    pure: true,
-                    fec_feedback: None,
-                },
-            );
+        for _ in 0..4 {
+            ack_only(&mut s, at, 3, false);
         }
         assert_eq!(s.fast_recoveries, 1);
         let Some(Outgoing::Segment(rtx)) = s.poll(at) else {
@@ -1247,18 +1232,7 @@ mod congestion_report_tests {
         // Without the protection (TCP-dFEC here) a retransmission joins no group.
         let mut s = sender("dfec");
         for _ in 0..4 {
-            s.on_ack(
-                at,
-                &AckInfo {
-                    ack: 3,
-                    window: u32::MAX,
-                    ts_ecr: 0,
-                    sack: &[],
-                    ece: false,
-                    pure: true,
-                    fec_feedback: None,
-                },
-            );
+            ack_only(&mut s, at, 3, false);
         }
         let rtx = std::iter::from_fn(|| s.poll(at)).find_map(|o| match o {
             Outgoing::Segment(x) if x.seg == 3 => Some(x),

@@ -139,15 +139,18 @@ impl Decoder {
         }
     }
 
-    /// Up to [`MAX_OVERLAP`] groups holding `seg`, nearest first: (key, index in group).
+    /// The groups holding `seg`, nearest first: (key, index in group). Without overlapping
+    /// groups a segment has one, and the search stops there; with them, up to
+    /// [`MAX_OVERLAP`].
     fn groups_holding(&self, seg: u64) -> ([(u64, usize); MAX_OVERLAP], usize) {
+        let limit = if self.overlapping { MAX_OVERLAP } else { 1 };
         let mut found = [(0, 0); MAX_OVERLAP];
         let mut n = 0;
         for (&k, g) in self.groups.range(..=seg).rev().take(MEMBER_SEARCH_DEPTH) {
             if let Some(i) = g.group.index_of(seg) {
                 found[n] = (k, i);
                 n += 1;
-                if n == MAX_OVERLAP {
+                if n == limit {
                     break;
                 }
             }
@@ -155,39 +158,38 @@ impl Decoder {
         (found, n)
     }
 
-    /// Adds `seg` to every group holding it that lacks it, and rebuilds what that allows,
-    /// feeding each rebuilt segment to the other groups in turn (overlapping groups).
-    fn add_everywhere(&mut self, seg: u64, payload: &Bytes) -> Rebuilt {
-        let mut out: Rebuilt = Vec::new();
-        let mut work: Rebuilt = vec![(seg, payload.clone())];
-        while let Some((s, p)) = work.pop() {
-            let (found, n) = self.groups_holding(s);
-            for &(key, i) in &found[..n] {
-                let Some(g) = self.groups.get_mut(&key) else {
-                    continue;
-                };
-                if g.has(i) {
-                    continue;
-                }
-                g.add_member(i, &p);
-                for r in self.try_decode(key) {
-                    // Two groups holding the same missing segment may both rebuild it.
-                    if out.iter().all(|(s, _)| *s != r.0) {
-                        out.push(r.clone());
-                        work.push(r);
-                    }
+    /// Adds `seg` to the groups holding it that lack it; appends what they rebuild to
+    /// `out` (once: two overlapping groups may rebuild the same segment).
+    fn add_to_groups(&mut self, seg: u64, payload: &Bytes, out: &mut Rebuilt) {
+        let (found, n) = self.groups_holding(seg);
+        for &(key, i) in &found[..n] {
+            let Some(g) = self.groups.get_mut(&key) else {
+                continue;
+            };
+            if g.has(i) {
+                continue;
+            }
+            g.add_member(i, payload);
+            for r in self.try_decode(key) {
+                if out.iter().all(|(s, _)| *s != r.0) {
+                    out.push(r);
                 }
             }
         }
-        out
     }
 
-    fn find_member(&mut self, seg: u64) -> Option<(u64, usize)> {
-        self.groups
-            .range(..=seg)
-            .rev()
-            .take(MEMBER_SEARCH_DEPTH)
-            .find_map(|(&k, g)| g.group.index_of(seg).map(|i| (k, i)))
+    /// With overlapping groups, feeds every segment rebuilt so far (and what follows
+    /// from it) to the other groups holding it.
+    fn cascade(&mut self, out: &mut Rebuilt) {
+        if !self.overlapping {
+            return;
+        }
+        let mut i = 0;
+        while i < out.len() {
+            let (seg, payload) = out[i].clone();
+            self.add_to_groups(seg, &payload, out);
+            i += 1;
+        }
     }
 
     /// A source segment arrived (original or retransmission; `fec` is its group option, if
@@ -208,18 +210,10 @@ impl Decoder {
                     .or_insert_with(|| GroupRx::new(g));
             }
         }
-        if self.overlapping {
-            return self.add_everywhere(seg, payload);
-        }
-        let Some((key, i)) = self.find_member(seg) else {
-            return Vec::new();
-        };
-        let g = self.groups.get_mut(&key).expect("found");
-        if g.has(i) {
-            return Vec::new();
-        }
-        g.add_member(i, payload);
-        self.try_decode(key)
+        let mut out = Vec::new();
+        self.add_to_groups(seg, payload, &mut out);
+        self.cascade(&mut out);
+        out
     }
 
     /// A repair packet arrived. `rcv_nxt` is the next in-order segment the receiver expects.
@@ -260,15 +254,8 @@ impl Decoder {
             }
             return Vec::new();
         }
-        let rebuilt = self.try_decode(group.first);
-        if !self.overlapping {
-            return rebuilt;
-        }
-        let mut out = Vec::new();
-        for (s, p) in rebuilt {
-            out.extend(self.add_everywhere(s, &p));
-            out.push((s, p));
-        }
+        let mut out = self.try_decode(group.first);
+        self.cascade(&mut out);
         out
     }
 
@@ -321,22 +308,16 @@ impl Decoder {
     /// misses more members than it has repairs, or when the group's repairs should have
     /// arrived (a segment sent after them has) but too few did.
     pub fn gap_repairable(&mut self, seg: u64, highest: u64) -> bool {
-        if self.overlapping {
-            let (found, n) = self.groups_holding(seg);
-            if n == 0 {
-                return self.unseen_lane_repairable(seg, highest);
-            }
-            // Evaluated for every group, so each one that fails is counted.
-            let mut any = false;
-            for &(key, _) in &found[..n] {
-                any |= self.group_can_repair(key, highest);
-            }
-            return any;
-        }
-        let Some((key, _)) = self.find_member(seg) else {
+        let (found, n) = self.groups_holding(seg);
+        if n == 0 {
             return self.unseen_lane_repairable(seg, highest);
-        };
-        self.group_can_repair(key, highest)
+        }
+        // Every group is asked, so each one that fails is counted.
+        let mut any = false;
+        for &(key, _) in &found[..n] {
+            any |= self.group_can_repair(key, highest);
+        }
+        any
     }
 
     /// Can group `key` still rebuild its missing members, given the highest segment
@@ -398,11 +379,16 @@ mod tests {
     use crate::fec::xor::XorAccumulator;
 
     fn group(first: u64, count: u16) -> FecGroup {
+        strided(first, count, 1)
+    }
+
+    /// An XOR group of `count` members `stride` apart from `first`.
+    fn strided(first: u64, count: u16, stride: u16) -> FecGroup {
         FecGroup {
             repairs: 1,
             first,
             count,
-            stride: 1,
+            stride,
         }
     }
 
@@ -447,12 +433,7 @@ mod tests {
     fn a_lost_first_member_of_an_interleaved_group_is_repairable_before_its_group_is_seen() {
         // A block of 4 interleaved groups of 3 over segments 100..112: group j holds
         // 100 + j, 104 + j, 108 + j. Segment 100 is lost; 101, 102, 103 arrive first.
-        let g = |j: u64| FecGroup {
-            repairs: 1,
-            first: 100 + j,
-            count: 3,
-            stride: 4,
-        };
+        let g = |j: u64| strided(100 + j, 3, 4);
         let mut d = Decoder::default();
         for j in 1..4 {
             d.on_source(100 + j, Some(g(j)), &payload(100 + j));
