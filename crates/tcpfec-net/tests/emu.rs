@@ -96,11 +96,14 @@ fn round_trip_time_is_twice_the_one_way_delay() {
         rtts.push(t.elapsed().as_secs_f64());
     }
     rtts.sort_by(f64::total_cmp);
-    let median = rtts[rtts.len() / 2];
-    // Two one-way delays; serialising 60 bytes at 100 Mb/s adds 5 µs each way.
+    // Two one-way delays; serialising 60 bytes at 100 Mb/s adds 5 µs each way. The
+    // smallest of 21 echoes is the path's delay, as ping's minimum is: waking the three
+    // threads involved (probe, emulator, echo) only ever adds to it, by up to a
+    // millisecond on a 2-core VM (medians 40.6-41.1 ms, smallest 40.48-40.56 ms there).
+    let min = rtts[0];
     assert!(
-        (median - 0.040).abs() < 0.02 * 0.040,
-        "median RTT {median} s, want 40 ms ± 2 %"
+        (min - 0.040).abs() < 0.02 * 0.040,
+        "smallest RTT {min} s, want 40 ms ± 2 %"
     );
 }
 
