@@ -134,11 +134,7 @@ impl Receiver {
     /// recoveries as ECN).
     pub fn enable_fec(&mut self, cfg: FecConfig) {
         self.fec = Some(FecRx {
-            decoder: if cfg.protect_retransmissions {
-                Decoder::with_overlapping_groups()
-            } else {
-                Decoder::default()
-            },
+            decoder: Decoder::default(),
             cfg,
             loss_runs: cfg.measures_loss_runs().then(LossRunMeter::default),
             holes: Vec::new(),
@@ -596,7 +592,6 @@ mod tests {
             flush_at_flight_end: false,
             close_at_stream_end: false,
             repeat_recovery_ack: false,
-            protect_retransmissions: false,
             replay_withheld_dupacks: true,
             adaptive: None,
         });

@@ -119,77 +119,18 @@ pub struct Decoder {
     /// the repair is counted lost.
     awaiting_repair: std::collections::VecDeque<(u64, u64)>,
     highest_source: u64,
-    /// Groups may overlap (protected retransmissions form groups of their own): a segment
-    /// counts in every group that holds it, and a rebuilt one in the others too.
-    overlapping: bool,
 }
-
-/// At most this many groups are searched for one segment when groups overlap.
-const MAX_OVERLAP: usize = 4;
 
 /// Segments rebuilt by one call: (segment number, payload).
 pub type Rebuilt = Vec<(u64, Bytes)>;
 
 impl Decoder {
-    /// A decoder for senders whose groups overlap (see `FecConfig::protect_retransmissions`).
-    pub fn with_overlapping_groups() -> Self {
-        Decoder {
-            overlapping: true,
-            ..Decoder::default()
-        }
-    }
-
-    /// The groups holding `seg`, nearest first: (key, index in group). Without overlapping
-    /// groups a segment has one, and the search stops there; with them, up to
-    /// [`MAX_OVERLAP`].
-    fn groups_holding(&self, seg: u64) -> ([(u64, usize); MAX_OVERLAP], usize) {
-        let limit = if self.overlapping { MAX_OVERLAP } else { 1 };
-        let mut found = [(0, 0); MAX_OVERLAP];
-        let mut n = 0;
-        for (&k, g) in self.groups.range(..=seg).rev().take(MEMBER_SEARCH_DEPTH) {
-            if let Some(i) = g.group.index_of(seg) {
-                found[n] = (k, i);
-                n += 1;
-                if n == limit {
-                    break;
-                }
-            }
-        }
-        (found, n)
-    }
-
-    /// Adds `seg` to the groups holding it that lack it; appends what they rebuild to
-    /// `out` (once: two overlapping groups may rebuild the same segment).
-    fn add_to_groups(&mut self, seg: u64, payload: &Bytes, out: &mut Rebuilt) {
-        let (found, n) = self.groups_holding(seg);
-        for &(key, i) in &found[..n] {
-            let Some(g) = self.groups.get_mut(&key) else {
-                continue;
-            };
-            if g.has(i) {
-                continue;
-            }
-            g.add_member(i, payload);
-            for r in self.try_decode(key) {
-                if out.iter().all(|(s, _)| *s != r.0) {
-                    out.push(r);
-                }
-            }
-        }
-    }
-
-    /// With overlapping groups, feeds every segment rebuilt so far (and what follows
-    /// from it) to the other groups holding it.
-    fn cascade(&mut self, out: &mut Rebuilt) {
-        if !self.overlapping {
-            return;
-        }
-        let mut i = 0;
-        while i < out.len() {
-            let (seg, payload) = out[i].clone();
-            self.add_to_groups(seg, &payload, out);
-            i += 1;
-        }
+    fn find_member(&mut self, seg: u64) -> Option<(u64, usize)> {
+        self.groups
+            .range(..=seg)
+            .rev()
+            .take(MEMBER_SEARCH_DEPTH)
+            .find_map(|(&k, g)| g.group.index_of(seg).map(|i| (k, i)))
     }
 
     /// A source segment arrived (original or retransmission; `fec` is its group option, if
@@ -210,10 +151,15 @@ impl Decoder {
                     .or_insert_with(|| GroupRx::new(g));
             }
         }
-        let mut out = Vec::new();
-        self.add_to_groups(seg, payload, &mut out);
-        self.cascade(&mut out);
-        out
+        let Some((key, i)) = self.find_member(seg) else {
+            return Vec::new();
+        };
+        let g = self.groups.get_mut(&key).expect("found");
+        if g.has(i) {
+            return Vec::new();
+        }
+        g.add_member(i, payload);
+        self.try_decode(key)
     }
 
     /// A repair packet arrived. `rcv_nxt` is the next in-order segment the receiver expects.
@@ -254,9 +200,7 @@ impl Decoder {
             }
             return Vec::new();
         }
-        let mut out = self.try_decode(group.first);
-        self.cascade(&mut out);
-        out
+        self.try_decode(group.first)
     }
 
     fn try_decode(&mut self, key: u64) -> Rebuilt {
@@ -308,22 +252,10 @@ impl Decoder {
     /// misses more members than it has repairs, or when the group's repairs should have
     /// arrived (a segment sent after them has) but too few did.
     pub fn gap_repairable(&mut self, seg: u64, highest: u64) -> bool {
-        let (found, n) = self.groups_holding(seg);
-        if n == 0 {
+        let Some((key, _)) = self.find_member(seg) else {
             return self.unseen_lane_repairable(seg, highest);
-        }
-        // Every group is asked, so each one that fails is counted.
-        let mut any = false;
-        for &(key, _) in &found[..n] {
-            any |= self.group_can_repair(key, highest);
-        }
-        any
-    }
-
-    /// Can group `key` still rebuild its missing members, given the highest segment
-    /// received? Counts the group as unrecoverable the first time it cannot.
-    fn group_can_repair(&mut self, key: u64, highest: u64) -> bool {
-        let g = self.groups.get_mut(&key).expect("known group");
+        };
+        let g = self.groups.get_mut(&key).expect("found");
         let repairable = if highest > g.group.last() {
             g.missing_up_to(highest) <= g.n_repairs
         } else if g.n_repairs > 0 {
@@ -453,33 +385,6 @@ mod tests {
         let mut d = Decoder::default();
         d.on_source(101, Some(group(101, 3)), &payload(101));
         assert!(!d.gap_repairable(100, 101));
-    }
-
-    #[test]
-    fn a_retransmission_group_rebuilds_a_lost_retransmission_and_its_original_group() {
-        // Group 10..14 loses 11 and 13: its repair cannot help. 11 is retransmitted in a
-        // group of its own (first 11, one member) and lost again; that group's repair
-        // rebuilds 11, which leaves group 10 one short, so its repair rebuilds 13 as well.
-        let g = group(10, 4);
-        let (info, rep) = repair_for(g);
-        let mut d = Decoder::with_overlapping_groups();
-        d.on_source(10, Some(g), &payload(10));
-        d.on_source(12, Some(g), &payload(12));
-        assert!(d.on_repair(g, info, rep, 10).is_empty());
-        let r = group(11, 1);
-        let (rinfo, rrep) = repair_for(r);
-        let mut got = d.on_repair(r, rinfo, rrep, 10);
-        got.sort_by_key(|(s, _)| *s);
-        assert_eq!(got, vec![(11, payload(11)), (13, payload(13))]);
-        // A retransmission that arrives counts in its original group too: 12 and 13 lost,
-        // 13's retransmission (group 13, one member) arrives, and group 10 rebuilds 12.
-        let (info, rep) = repair_for(g);
-        let mut d = Decoder::with_overlapping_groups();
-        d.on_source(10, Some(g), &payload(10));
-        d.on_source(11, Some(g), &payload(11));
-        assert!(d.on_repair(g, info, rep, 10).is_empty());
-        let got = d.on_source(13, Some(group(13, 1)), &payload(13));
-        assert_eq!(got, vec![(12, payload(12))]);
     }
 
     #[test]
