@@ -68,6 +68,11 @@ enum Command {
         /// Output directory [default: results/<ID>].
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Simulate nothing: rewrite the figures and report.md from the results.csv that
+        /// an earlier run of the same experiment (same --quick and --seeds) left in the
+        /// output directory; refused if its rows are not exactly that run's.
+        #[arg(long)]
+        report_only: bool,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -466,6 +471,7 @@ fn main() -> ExitCode {
             quick,
             seeds,
             out,
+            report_only,
             quiet,
             max_runs,
             i_know,
@@ -474,6 +480,7 @@ fn main() -> ExitCode {
             quick,
             seeds,
             out,
+            report_only,
             progress: !quiet && std::io::stderr().is_terminal(),
             limits: sweep::Limits { max_runs, i_know },
         }),

@@ -19,8 +19,11 @@ pub fn run_json(o: &Outcome) -> Value {
     m.insert("seed".into(), json!(o.run.scenario.seed));
     m.insert("goodput_mbps".into(), json!(r.goodput_mbps));
     m.insert("throughput_mbps".into(), json!(r.throughput_mbps));
+    // The number of flows is a scenario parameter (and a sweep axis); the per-flow
+    // goodputs go under a name of their own so that neither overwrites the other.
+    m.entry("flows").or_insert_with(|| json!(r.flows.len()));
     m.insert(
-        "flows".into(),
+        "flow_goodput_mbps".into(),
         json!(r.flows.iter().map(|f| f.goodput_mbps).collect::<Vec<_>>()),
     );
     m.insert("retransmission_rate".into(), json!(r.retransmission_rate));
@@ -107,8 +110,91 @@ fn csv_cell(v: &Value) -> String {
         Value::Null => String::new(),
         Value::String(s) if s.contains([',', '"']) => format!("\"{}\"", s.replace('"', "\"\"")),
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        // A list (or anything else with a comma) is one quoted cell.
+        other => csv_cell(&Value::String(other.to_string())),
     }
+}
+
+/// Splits one line of `results.csv` into cells (a quoted cell may hold commas and `""`).
+fn csv_cells(line: &str) -> Vec<String> {
+    let mut cells = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        let cell = cells.last_mut().expect("never empty");
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                cell.push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => cells.push(String::new()),
+            _ => cell.push(c),
+        }
+    }
+    cells
+}
+
+/// Reads back the `results.csv` that [`write_csv`] wrote for `runs`: one record per run,
+/// as [`run_json`] made it (settings as strings, metrics as numbers; a list stays a
+/// string). Refuses a file whose rows are not exactly these runs in this order, naming
+/// the first row that differs.
+pub fn read_csv(path: &Path, runs: &[crate::sweep::Run]) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines();
+    let header = csv_cells(lines.next().unwrap_or_default());
+    let rows: Vec<Vec<String>> = lines.map(csv_cells).collect();
+    if rows.len() != runs.len() {
+        return Err(format!(
+            "{}: {} rows, but the experiment has {} runs",
+            path.display(),
+            rows.len(),
+            runs.len()
+        ));
+    }
+    let mut records = Vec::with_capacity(rows.len());
+    for (i, (row, run)) in rows.iter().zip(runs).enumerate() {
+        if row.len() != header.len() {
+            return Err(format!(
+                "{}: row {} has {} cells for {} columns",
+                path.display(),
+                i + 1,
+                row.len(),
+                header.len()
+            ));
+        }
+        let mut m = Map::new();
+        for (col, cell) in header.iter().zip(row) {
+            let is_setting = run.params.iter().any(|(k, _)| k.replace('-', "_") == *col);
+            let v = match cell.parse::<f64>() {
+                _ if cell.is_empty() => Value::Null,
+                Ok(x) if !is_setting => json!(x),
+                _ => json!(cell),
+            };
+            m.insert(col.clone(), v);
+        }
+        let expected = run
+            .params
+            .iter()
+            .map(|(k, v)| (k.replace('-', "_"), v.clone()))
+            .chain([("seed".to_string(), run.scenario.seed.to_string())]);
+        for (col, want) in expected {
+            let got = header
+                .iter()
+                .position(|c| *c == col)
+                .map_or("", |j| row[j].as_str());
+            if got != want {
+                return Err(format!(
+                    "{}: row {} has {col} = {got:?} where this experiment's run {} has {want:?}",
+                    path.display(),
+                    i + 1,
+                    i + 1
+                ));
+            }
+        }
+        records.push(Value::Object(m));
+    }
+    Ok(records)
 }
 
 /// Writes `results.csv` (one row per run) and `flows.csv` (one row per flow) into `dir`.

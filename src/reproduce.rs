@@ -116,6 +116,11 @@ struct Claim {
     /// The report section the claim is listed under (default: the chapter's claims);
     /// sensitivity checks go under their own.
     section: Option<String>,
+    /// The paper's own sentence the claim reads (with where it stands), shown beside it.
+    quote: Option<String>,
+    /// Why the claim differs, with the evidence (a run of this experiment or another):
+    /// printed under the section when the verdict is "differs".
+    why: Option<String>,
 }
 
 /// The report section of claims that name none.
@@ -136,6 +141,9 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// Show a progress bar.
     pub progress: bool,
+    /// Simulate nothing: rebuild the figures and the report from the `results.csv` an
+    /// earlier run of the same experiment left in the output directory.
+    pub report_only: bool,
     /// How large the sweep may be.
     pub limits: Limits,
 }
@@ -354,8 +362,22 @@ pub fn run(opts: &Options) -> Result<(), String> {
         seeds,
         if opts.quick { ", quick" } else { "" }
     );
-    let outcomes = crate::runner::run_all(runs, opts.progress);
-    crate::output::write_csv(&out, &outcomes).map_err(|e| format!("{}: {e}", out.display()))?;
+    let (records, outcomes) = if opts.report_only {
+        if let Some(f) = exp.figure.iter().find(|f| f.x == "time") {
+            return Err(format!(
+                "{}: a time-series figure needs its samples, which results.csv does not keep; run without --report-only",
+                f.id
+            ));
+        }
+        let records = crate::output::read_csv(&out.join("results.csv"), &runs)
+            .map_err(|e| format!("{e}; run the experiment without --report-only"))?;
+        (records, Vec::new())
+    } else {
+        let outcomes = crate::runner::run_all(runs, opts.progress);
+        crate::output::write_csv(&out, &outcomes).map_err(|e| format!("{}: {e}", out.display()))?;
+        let records = outcomes.iter().map(crate::output::run_json).collect();
+        (records, outcomes)
+    };
     let mut report = String::new();
     let _ = writeln!(report, "# {}\n", exp.title);
     let _ = writeln!(
@@ -371,7 +393,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let mut fig_md = String::new();
     let mut compared: Option<(String, Vec<crate::compare::Row>)> = None;
     for (fig, fcells) in exp.figure.iter().zip(&cells) {
-        let (md, Points { means: m, sds: s }) = figure_outputs(fig, fcells, &outcomes, &out)?;
+        let (md, Points { means: m, sds: s }) =
+            figure_outputs(fig, fcells, &records, &outcomes, &out)?;
         for ((series, x), v) in s {
             sds.insert((fig.id.clone(), series, x), v);
         }
@@ -405,6 +428,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
     }
     for section in sections {
         let mut table = String::new();
+        let mut whys = String::new();
         let mut counts = [0usize; 3];
         for c in exp
             .claim
@@ -418,7 +442,20 @@ pub fn run(opts: &Options) -> Result<(), String> {
                 .ok_or(format!("claim refers to unknown figure {}", c.figure))?;
             let (verdict, evidence) = check_claim(c, fig, &means, &sds, opts.quick);
             counts[verdict as usize] += 1;
-            let _ = writeln!(table, "| {} | {} | {} |", c.text, verdict.label(), evidence);
+            let quote = c.quote.as_deref().unwrap_or("");
+            let _ = writeln!(
+                table,
+                "| {} | {quote} | {} | {evidence} |",
+                c.text,
+                verdict.label()
+            );
+            if verdict == Verdict::Differ {
+                let why = c
+                    .why
+                    .as_deref()
+                    .unwrap_or("Not explained yet: no run has shown the cause.");
+                let _ = writeln!(whys, "- **{}** {why}\n", c.text);
+            }
         }
         let _ = writeln!(
             report,
@@ -427,8 +464,11 @@ pub fn run(opts: &Options) -> Result<(), String> {
         );
         let _ = writeln!(
             report,
-            "| claim | verdict | evidence |\n|---|---|---|\n{table}"
+            "| claim | the text | verdict | evidence |\n|---|---|---|---|\n{table}"
         );
+        if !whys.is_empty() {
+            let _ = writeln!(report, "Why these differ:\n\n{whys}");
+        }
     }
     if let Some((name, rows)) = &compared {
         let (md, csv) = crate::compare::section(name, rows);
@@ -441,9 +481,12 @@ pub fn run(opts: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// One figure's CSV, SVG and report section from the runs' records (`run_json`); a
+/// time-series figure reads the samples of `outcomes`.
 fn figure_outputs(
     fig: &Figure,
     cells: &[Cell],
+    records: &[serde_json::Value],
     outcomes: &[Outcome],
     out: &Path,
 ) -> Result<(String, Points), String> {
@@ -465,7 +508,7 @@ fn figure_outputs(
             let vals: Vec<f64> = c
                 .runs
                 .iter()
-                .map(|&i| metric_value(&crate::output::run_json(&outcomes[i]), &fig.metric))
+                .map(|&i| metric_value(&records[i], &fig.metric))
                 .collect();
             let (mean, sd) = mean_sd(&vals);
             (mean, sd, vals.len())
@@ -887,6 +930,7 @@ mod tests {
             quick,
             seeds: None,
             out: None,
+            report_only: false,
             progress: false,
             limits: Limits::default(),
         };
@@ -937,6 +981,7 @@ y_label = "y"
             quick: false,
             seeds: Some(seeds),
             out: None,
+            report_only: false,
             progress: false,
             limits: Limits::default(),
         };

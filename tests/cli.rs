@@ -50,6 +50,7 @@ fn same_seed_gives_identical_json() {
         "delay",
         "goodput_mbps",
         "flows",
+        "flow_goodput_mbps",
         "retransmission_rate",
         "data_loss_rate",
         "fast_recoveries",
@@ -430,4 +431,84 @@ fn the_trace_shows_auto_following_a_loss_change() {
     let lossy = at(15.0);
     assert!((0.03..0.07).contains(&lossy[p]), "{lossy:?}");
     assert!(lossy[m] >= 2.0, "{lossy:?}");
+}
+
+#[test]
+fn a_report_is_rebuilt_from_its_results_and_a_foreign_results_file_is_refused() {
+    let dir = std::env::temp_dir().join(format!("tcpfec-report-only-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tiny.toml");
+    std::fs::write(
+        &file,
+        r#"
+id = "tiny"
+title = "Tiny"
+seeds = 2
+quick_seeds = 1
+[base]
+delay = "20ms"
+duration = "5s"
+loss = "0.5%"
+[[figure]]
+id = "f"
+title = "f"
+x = "delay"
+x_values = ["10ms", "20ms"]
+x_label = "Delay"
+series = ["reno", "sack"]
+metric = "goodput_mbps"
+y_label = "Goodput"
+[[claim]]
+text = "sack beats reno"
+figure = "f"
+kind = "above"
+a = "sack"
+b = "reno"
+"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let args = |extra: &[&str]| {
+        let mut v = vec![
+            "reproduce",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ];
+        v.extend_from_slice(extra);
+        tcpfec(&v)
+    };
+    let ran = args(&[]);
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    std::fs::remove_file(out.join("report.md")).unwrap();
+    let again = args(&["--report-only"]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.md")).unwrap(),
+        report
+    );
+    // The results of other runs (here: seed 2's row claims to be seed 7) are refused.
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let seed_col = header.iter().position(|c| *c == "seed").unwrap();
+    let mut lines: Vec<String> = csv.lines().map(String::from).collect();
+    let mut cells: Vec<&str> = lines[2].split(',').collect();
+    cells[seed_col] = "7";
+    lines[2] = cells.join(",");
+    std::fs::write(out.join("results.csv"), lines.join("\n") + "\n").unwrap();
+    let refused = args(&["--report-only"]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("row 2 has seed = \"7\""), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -93,11 +93,19 @@ fn packet_from(input: &mut Input, at: &Anchors) -> Packet {
         let stride = 1 + input.u8() as u16 % 4;
         let span = (count as u64 - 1) * stride as u64;
         if first.checked_add(span).is_some() {
+            let repairs = 1 + input.u8() % 4;
+            // A third of them name a group of retransmissions (any nonzero number).
+            let retransmission_group = if count.is_multiple_of(3) {
+                input.u32().max(1)
+            } else {
+                0
+            };
             p.fec = Some(FecGroup {
                 first,
                 count,
                 stride,
-                repairs: 1 + input.u8() % 4,
+                repairs,
+                retransmission_group,
             });
         }
     }
@@ -323,15 +331,17 @@ fn scheme_transfer(s: &Scheme) {
 /// * RaptorQ: a block from the input, its symbols with input-chosen losses decode to the
 ///   block; arbitrary parameters and symbols never panic;
 /// * the stream receiver's group decoder: arbitrary source and repair arrivals with
-///   arbitrary group options never panic, and every segment it rebuilds lies in a group
-///   it was told about.
+///   arbitrary group options (groups of retransmissions too, overlapping or not) never
+///   panic, and every segment it rebuilds lies in a group it was told about.
 pub fn fec(data: &[u8]) {
     let mut input = Input::new(data);
-    match input.u8() % 4 {
+    let selector = input.u8();
+    match selector % 4 {
         0 => fec_xor(&mut input),
         1 => fec_rs(&mut input),
         2 => fec_fountain(&mut input),
-        _ => fec_stream_decoder(&mut input),
+        // The selector's bit 2 picks a decoder whose groups may overlap.
+        _ => fec_stream_decoder(&mut input, selector & 4 != 0),
     }
 }
 
@@ -452,8 +462,12 @@ fn fec_fountain(input: &mut Input) {
     );
 }
 
-fn fec_stream_decoder(input: &mut Input) {
-    let mut d = Decoder::default();
+fn fec_stream_decoder(input: &mut Input, overlapping: bool) {
+    let mut d = if overlapping {
+        Decoder::with_overlapping_groups()
+    } else {
+        Decoder::default()
+    };
     let mut groups: Vec<FecGroup> = Vec::new();
     let mut rcv_nxt = 0u64;
     while !input.is_empty() {
@@ -467,6 +481,9 @@ fn fec_stream_decoder(input: &mut Input) {
                 count,
                 stride,
                 repairs: 1 + input.u8() % 6,
+                // Bits 5-6 of the operation: a group of first transmissions or one of three
+                // groups of retransmissions.
+                retransmission_group: (op >> 5 & 3) as u32,
             }
         });
         if let Some(g) = group {

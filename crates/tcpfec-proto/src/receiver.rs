@@ -134,7 +134,11 @@ impl Receiver {
     /// recoveries as ECN).
     pub fn enable_fec(&mut self, cfg: FecConfig) {
         self.fec = Some(FecRx {
-            decoder: Decoder::default(),
+            decoder: if cfg.protect_retransmissions {
+                Decoder::with_overlapping_groups()
+            } else {
+                Decoder::default()
+            },
             cfg,
             loss_runs: cfg.measures_loss_runs().then(LossRunMeter::default),
             holes: Vec::new(),
@@ -592,6 +596,7 @@ mod tests {
             flush_at_flight_end: false,
             close_at_stream_end: false,
             repeat_recovery_ack: false,
+            protect_retransmissions: false,
             replay_withheld_dupacks: true,
             adaptive: None,
         });
@@ -609,6 +614,7 @@ mod tests {
                 count: 4,
                 stride: 1,
                 repairs: 1,
+                retransmission_group: 0,
             },
         );
     }
@@ -642,6 +648,7 @@ mod tests {
                 count: 4,
                 stride: 1,
                 repairs: 1,
+                retransmission_group: 0,
             },
             info,
             Bytes::copy_from_slice(acc.bytes()),
@@ -748,6 +755,7 @@ mod tests {
                 count: 3,
                 stride: 4,
                 repairs: 1,
+                retransmission_group: 0,
             };
             member_of(&mut r, seg, g);
         }

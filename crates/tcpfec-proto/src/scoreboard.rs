@@ -317,6 +317,17 @@ impl Scoreboard {
         self.sacked_below_scan = self.sacked;
     }
 
+    /// How many consecutive segments from `seg` on (at most `max`) are lost, not SACKed
+    /// and not yet retransmitted: the retransmissions due back to back.
+    pub fn due_run_from(&self, seg: u64, max: u64) -> u64 {
+        let Some(i) = self.index(seg) else { return 0 };
+        self.segs
+            .range(i..)
+            .take(max as usize)
+            .take_while(|s| s.lost && !s.retransmitted && !s.sacked)
+            .count() as u64
+    }
+
     /// The lowest segment that is lost and not yet retransmitted.
     pub fn next_retransmission(&mut self) -> Option<u64> {
         if self.lost == self.retrans_out {

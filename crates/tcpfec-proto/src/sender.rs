@@ -495,6 +495,11 @@ impl Sender {
                 return Some(Outgoing::Segment(self.retransmit(now, seg)));
             }
             self.force_retransmit = false;
+            if let Some((enc, _)) = self.fec.as_mut() {
+                // No retransmission is due with the window open: the run has ended, and
+                // its group's repairs follow now rather than wait for a later one.
+                enc.flush_retransmissions();
+            }
         }
         // A group's repairs follow its last member at once, even when that member used the
         // last of the window: they count in pipe (throttling later data) but never wait
@@ -653,18 +658,34 @@ impl Sender {
 
     fn retransmit(&mut self, now: Instant, seg: u64) -> OutSegment {
         let in_flight = self.in_flight_bytes();
+        // Measured before this one is marked sent: the retransmissions due from here on,
+        // as many as one group holds (only when retransmissions are protected).
+        let cwnd = self.cc.cwnd();
+        let run = match self.fec.as_ref() {
+            Some((enc, f)) if f.protect_retransmissions => {
+                self.sb.due_run_from(seg, enc.group_size_at(cwnd) as u64)
+            }
+            _ => 0,
+        };
         // Only a lost segment sent again can be lost again; a tail probe's copy of a
         // segment still in flight is no loss if it goes missing.
         if self.sb.on_retransmitted(now, seg, in_flight) && self.cc.models_path() {
             self.retransmitted_order.push_back(seg);
         }
         let s = self.sb.get(seg).expect("retransmission is outstanding");
+        let (payload, fin) = (s.payload.clone(), s.fin);
+        let fec = match self.fec.as_mut() {
+            Some((enc, f)) if f.protect_retransmissions && !payload.is_empty() => {
+                Some(enc.add_retransmission(seg, &payload, run, cwnd))
+            }
+            _ => None,
+        };
         let out = OutSegment {
             seg,
-            payload: s.payload.clone(),
-            fin: s.fin,
+            payload,
+            fin,
             cwr: false,
-            fec: None,
+            fec,
         };
         self.retransmissions += 1;
         self.count_sent(out.payload.len());
@@ -1186,6 +1207,38 @@ mod congestion_report_tests {
             ss >= 0.5 * w - 1.0 && ss <= after_ecn,
             "W {w}, after ECN {after_ecn}, after the loss ssthresh {ss}"
         );
+    }
+
+    #[test]
+    fn a_sato_retransmission_is_protected_by_a_repair_of_its_own() {
+        // Sato §3.2: retransmissions are handled like originals, recoverable by a repair.
+        let mut s = sender("fec-il-g1-l30-r0.7");
+        let at = Instant::from_nanos(200_000_000);
+        for _ in 0..4 {
+            ack_only(&mut s, at, 3, false);
+        }
+        assert_eq!(s.fast_recoveries, 1);
+        let Some(Outgoing::Segment(rtx)) = s.poll(at) else {
+            panic!("the fast retransmission goes first")
+        };
+        assert_eq!(rtx.seg, 3);
+        let g = rtx.fec.expect("the retransmission joins a group");
+        assert_eq!((g.first, g.count, g.retransmission_group), (3, 1, 1));
+        // NewReno marks one segment at a time: the group is complete, its repair next.
+        let Some(Outgoing::Repair(r)) = s.poll(at) else {
+            panic!("the retransmission's repair follows it")
+        };
+        assert_eq!(r.group, g);
+        // Without the protection (TCP-dFEC here) a retransmission joins no group.
+        let mut s = sender("dfec");
+        for _ in 0..4 {
+            ack_only(&mut s, at, 3, false);
+        }
+        let rtx = std::iter::from_fn(|| s.poll(at)).find_map(|o| match o {
+            Outgoing::Segment(x) if x.seg == 3 => Some(x),
+            _ => None,
+        });
+        assert!(rtx.is_some_and(|x| x.fec.is_none()));
     }
 
     #[test]

@@ -18,6 +18,18 @@ const TYPE_REPAIR: u8 = 1;
 const OPT_SACK: u8 = 1;
 const OPT_MSS: u8 = 2;
 const OPT_FEC_GROUP: u8 = 3;
+/// Body length of the FEC group option of an original group; a retransmission group's
+/// adds its 4-byte number.
+const FEC_GROUP_LEN: usize = 13;
+
+/// Body length of the FEC group option for `g`.
+fn fec_group_len(g: &FecGroup) -> usize {
+    if g.retransmission_group == 0 {
+        FEC_GROUP_LEN
+    } else {
+        FEC_GROUP_LEN + 4
+    }
+}
 const OPT_REPAIR: u8 = 4;
 const OPT_FEC_FEEDBACK: u8 = 5;
 const OPT_TRANSFER: u8 = 6;
@@ -164,9 +176,19 @@ pub struct FecGroup {
     pub stride: u16,
     /// Repair packets the group gets (1: XOR; more: Reed-Solomon).
     pub repairs: u8,
+    /// 0 for a group of first transmissions, whose first member identifies it. A group of
+    /// retransmissions carries a nonzero number of its own, unique within the connection,
+    /// because it may start at the same segment as an original group or as an earlier
+    /// group of retransmissions (Sato §3.2 protects retransmissions like originals).
+    pub retransmission_group: u32,
 }
 
 impl FecGroup {
+    /// The key a receiver files the group under: first member and retransmission group.
+    pub fn key(&self) -> (u64, u32) {
+        (self.first, self.retransmission_group)
+    }
+
     /// Segment number of the last member.
     pub fn last(&self) -> u64 {
         self.first + (self.count.max(1) as u64 - 1) * self.stride as u64
@@ -288,7 +310,7 @@ impl Packet {
             2 + 16 * self.sack.len()
         };
         let mss = if self.mss.is_some() { 4 } else { 0 };
-        let fec = if self.fec.is_some() { 15 } else { 0 };
+        let fec = self.fec.as_ref().map_or(0, |g| 2 + fec_group_len(g));
         let repair = if self.repair.is_some() { 6 } else { 0 };
         let feedback = match self.fec_feedback {
             Some(FecFeedback { loss: Some(_), .. }) => 30,
@@ -342,12 +364,15 @@ impl Packet {
         }
         if let Some(g) = self.fec {
             out[at] = OPT_FEC_GROUP;
-            out[at + 1] = 13;
+            out[at + 1] = fec_group_len(&g) as u8;
             out[at + 2..at + 10].copy_from_slice(&g.first.to_be_bytes());
             out[at + 10..at + 12].copy_from_slice(&g.count.to_be_bytes());
             out[at + 12..at + 14].copy_from_slice(&g.stride.to_be_bytes());
             out[at + 14] = g.repairs;
-            at += 15;
+            if g.retransmission_group != 0 {
+                out[at + 15..at + 19].copy_from_slice(&g.retransmission_group.to_be_bytes());
+            }
+            at += 2 + fec_group_len(&g);
         }
         if let Some(r) = self.repair {
             out[at] = OPT_REPAIR;
@@ -506,7 +531,7 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                 }
             }
             OPT_FEC_GROUP => {
-                if len != 13 || p.fec.is_some() {
+                if !(len == FEC_GROUP_LEN || len == FEC_GROUP_LEN + 4) || p.fec.is_some() {
                     return Err(WireError::BadOption(
                         "FEC group option length or repetition",
                     ));
@@ -515,6 +540,17 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                 let count = u16::from_be_bytes([body[8], body[9]]);
                 let stride = u16::from_be_bytes([body[10], body[11]]);
                 let repairs = body[12];
+                let retransmission_group = if len > FEC_GROUP_LEN {
+                    let n = u32::from_be_bytes(body[13..17].try_into().unwrap());
+                    if n == 0 {
+                        return Err(WireError::BadOption(
+                            "FEC group option carries retransmission group 0",
+                        ));
+                    }
+                    n
+                } else {
+                    0
+                };
                 if count == 0 || stride == 0 || repairs == 0 {
                     return Err(WireError::BadOption(
                         "FEC group with zero count, stride or repairs",
@@ -531,6 +567,7 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                     count,
                     stride,
                     repairs,
+                    retransmission_group,
                 });
             }
             OPT_REPAIR => {
@@ -613,6 +650,7 @@ mod tests {
                 count: 8,
                 stride: 2,
                 repairs: 1,
+                retransmission_group: 0,
             }),
             repair: None,
             transfer: None,
@@ -674,6 +712,24 @@ mod tests {
         assert_eq!(bytes.len(), p.encoded_len());
         assert_eq!(Packet::parse(&bytes).unwrap(), p);
         assert_eq!(Packet::parse_bytes(&Bytes::from(bytes)).unwrap(), p);
+    }
+
+    #[test]
+    fn a_retransmission_group_carries_its_number_and_never_number_0() {
+        let mut p = sample();
+        let original = p.encoded_len();
+        p.fec.as_mut().unwrap().retransmission_group = 70_000;
+        assert_eq!(p.encoded_len(), original + 4);
+        let bytes = p.to_vec().unwrap();
+        assert_eq!(Packet::parse(&bytes).unwrap(), p);
+        // The long form with number 0 would give one group two encodings: refused.
+        let at = bytes
+            .windows(2)
+            .position(|w| w == [OPT_FEC_GROUP, 17])
+            .unwrap();
+        let mut bad = bytes.clone();
+        bad[at + 15..at + 19].copy_from_slice(&0u32.to_be_bytes());
+        assert!(matches!(Packet::parse(&bad), Err(WireError::BadOption(_))));
     }
 
     #[test]

@@ -62,6 +62,8 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                             first,
                             count,
                             stride,
+                            // Groups of retransmissions too (their number is never 0).
+                            retransmission_group: (first % 3) as u32 * count as u32,
                         }),
                     repair: repair.map(|(len_xor, index)| RepairInfo {
                         len_xor,

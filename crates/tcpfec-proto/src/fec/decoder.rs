@@ -30,6 +30,10 @@ struct GroupRx {
     repairs: Vec<Option<(Bytes, u16)>>,
     n_repairs: u32,
     failed_counted: bool,
+    /// An XOR group that counted a segment which, as its repair later showed, was no
+    /// member (the group was closed early, after fewer members than its sources
+    /// announced). Its running XOR is wrong, so it never rebuilds anything.
+    polluted: bool,
 }
 
 impl GroupRx {
@@ -47,6 +51,7 @@ impl GroupRx {
             repairs: vec![None; group.repairs.max(1) as usize],
             n_repairs: 0,
             failed_counted: false,
+            polluted: false,
         }
     }
 
@@ -77,13 +82,24 @@ impl GroupRx {
         }
     }
 
-    /// Shrinks the group to the member count a repair announces (a flushed group).
+    /// Shrinks the group to the member count a repair announces (a group closed early).
+    /// Segments counted beyond it were no members: a Reed-Solomon group drops them, an
+    /// XOR group cannot take them out of its running XOR and is marked polluted.
     fn truncate(&mut self, count: u16) {
-        if count < self.group.count {
-            self.group.count = count;
-            if let Received::Rs(v) = &mut self.data {
-                v.truncate(count as usize);
-            }
+        if count >= self.group.count {
+            return;
+        }
+        let strays = (count as usize..self.group.count as usize)
+            .filter(|&i| self.has(i))
+            .count() as u32;
+        for i in count as usize..self.group.count as usize {
+            self.received[i / 64] &= !(1 << (i % 64));
+        }
+        self.group.count = count;
+        self.n_received -= strays;
+        match &mut self.data {
+            Received::Rs(v) => v.truncate(count as usize),
+            Received::Xor(_) => self.polluted |= strays > 0,
         }
     }
 }
@@ -106,31 +122,105 @@ pub struct DecoderStats {
 /// Groups delivered in order whose repair has not arrived yet, kept this long at most.
 const AWAITING_REPAIRS: usize = 256;
 
-/// The receiver's FEC decoder: every group it has heard of, by first member. Public so
-/// that the fuzz targets can feed it arrivals directly; the engine owns one per stream.
+/// A group's key: its first member and its retransmission group number (0 for a group
+/// of first transmissions), see `FecGroup::key`.
+type GroupKey = (u64, u32);
+
+/// The receiver's FEC decoder: every group it has heard of, by first member and
+/// retransmission group number. Public so that the fuzz targets can feed it arrivals
+/// directly; the engine owns one per stream.
 #[derive(Debug, Default)]
 pub struct Decoder {
-    groups: BTreeMap<u64, GroupRx>,
+    groups: BTreeMap<GroupKey, GroupRx>,
     rs: RsCache,
     /// Counters.
     pub stats: DecoderStats,
-    /// (first, last) of groups delivered without their repair, oldest first. A repair
-    /// follows its group's last member, so once a segment two places later has arrived
-    /// the repair is counted lost.
-    awaiting_repair: std::collections::VecDeque<(u64, u64)>,
+    /// (key, last member) of groups delivered without their repair, oldest first. A
+    /// repair follows its group's last member, so once a segment two places later has
+    /// arrived the repair is counted lost.
+    awaiting_repair: std::collections::VecDeque<(GroupKey, u64)>,
     highest_source: u64,
+    /// Groups may overlap (protected retransmissions form groups of their own): a segment
+    /// counts in every group that holds it, and a rebuilt one in the others too.
+    overlapping: bool,
 }
+
+/// At most this many groups are searched for one segment when groups overlap.
+const MAX_OVERLAP: usize = 4;
 
 /// Segments rebuilt by one call: (segment number, payload).
 pub type Rebuilt = Vec<(u64, Bytes)>;
 
 impl Decoder {
-    fn find_member(&mut self, seg: u64) -> Option<(u64, usize)> {
-        self.groups
-            .range(..=seg)
-            .rev()
-            .take(MEMBER_SEARCH_DEPTH)
-            .find_map(|(&k, g)| g.group.index_of(seg).map(|i| (k, i)))
+    /// A decoder for senders whose groups overlap (see `FecConfig::protect_retransmissions`).
+    pub fn with_overlapping_groups() -> Self {
+        Decoder {
+            overlapping: true,
+            ..Decoder::default()
+        }
+    }
+
+    /// The groups holding `seg`, nearest first: (key, index in group). Without overlapping
+    /// groups a segment has one, and the search stops there; with them, up to
+    /// [`MAX_OVERLAP`]: groups of retransmissions, and one group of first transmissions.
+    /// Those never overlap, and the nearest one that claims `seg` is its own: a group
+    /// further back claims it only if it was closed early and its repair, which says so,
+    /// has not arrived yet.
+    fn groups_holding(&self, seg: u64) -> ([(GroupKey, usize); MAX_OVERLAP], usize) {
+        let limit = if self.overlapping { MAX_OVERLAP } else { 1 };
+        let mut found = [((0, 0), 0); MAX_OVERLAP];
+        let mut n = 0;
+        let mut original_found = false;
+        let candidates = self.groups.range(..=(seg, u32::MAX)).rev();
+        for (&k, g) in candidates.take(MEMBER_SEARCH_DEPTH) {
+            let original = k.1 == 0;
+            if original && original_found {
+                continue;
+            }
+            if let Some(i) = g.group.index_of(seg) {
+                original_found |= original;
+                found[n] = (k, i);
+                n += 1;
+                if n == limit {
+                    break;
+                }
+            }
+        }
+        (found, n)
+    }
+
+    /// Adds `seg` to the groups holding it that lack it; appends what they rebuild to
+    /// `out` (once: two overlapping groups may rebuild the same segment).
+    fn add_to_groups(&mut self, seg: u64, payload: &Bytes, out: &mut Rebuilt) {
+        let (found, n) = self.groups_holding(seg);
+        for &(key, i) in &found[..n] {
+            let Some(g) = self.groups.get_mut(&key) else {
+                continue;
+            };
+            if g.has(i) {
+                continue;
+            }
+            g.add_member(i, payload);
+            for r in self.try_decode(key) {
+                if out.iter().all(|(s, _)| *s != r.0) {
+                    out.push(r);
+                }
+            }
+        }
+    }
+
+    /// With overlapping groups, feeds every segment rebuilt so far (and what follows
+    /// from it) to the other groups holding it.
+    fn cascade(&mut self, out: &mut Rebuilt) {
+        if !self.overlapping {
+            return;
+        }
+        let mut i = 0;
+        while i < out.len() {
+            let (seg, payload) = out[i].clone();
+            self.add_to_groups(seg, &payload, out);
+            i += 1;
+        }
     }
 
     /// A source segment arrived (original or retransmission; `fec` is its group option, if
@@ -147,19 +237,14 @@ impl Decoder {
         if let Some(g) = fec {
             if g.index_of(seg).is_some() {
                 self.groups
-                    .entry(g.first)
+                    .entry(g.key())
                     .or_insert_with(|| GroupRx::new(g));
             }
         }
-        let Some((key, i)) = self.find_member(seg) else {
-            return Vec::new();
-        };
-        let g = self.groups.get_mut(&key).expect("found");
-        if g.has(i) {
-            return Vec::new();
-        }
-        g.add_member(i, payload);
-        self.try_decode(key)
+        let mut out = Vec::new();
+        self.add_to_groups(seg, payload, &mut out);
+        self.cascade(&mut out);
+        out
     }
 
     /// A repair packet arrived. `rcv_nxt` is the next in-order segment the receiver expects.
@@ -174,17 +259,17 @@ impl Decoder {
         if let Some(i) = self
             .awaiting_repair
             .iter()
-            .position(|&(first, _)| first == group.first)
+            .position(|&(key, _)| key == group.key())
         {
             self.awaiting_repair.remove(i);
         }
-        if group.last() < rcv_nxt && !self.groups.contains_key(&group.first) {
+        if group.last() < rcv_nxt && !self.groups.contains_key(&group.key()) {
             self.stats.repairs_unneeded += 1; // everything it protects has arrived already
             return Vec::new();
         }
         let g = self
             .groups
-            .entry(group.first)
+            .entry(group.key())
             .or_insert_with(|| GroupRx::new(group));
         g.truncate(group.count);
         let idx = info.index as usize;
@@ -196,14 +281,16 @@ impl Decoder {
         if g.missing() == 0 {
             self.stats.repairs_unneeded += 1;
             if g.n_repairs as usize == g.repairs.len() {
-                self.groups.remove(&group.first);
+                self.groups.remove(&group.key());
             }
             return Vec::new();
         }
-        self.try_decode(group.first)
+        let mut out = self.try_decode(group.key());
+        self.cascade(&mut out);
+        out
     }
 
-    fn try_decode(&mut self, key: u64) -> Rebuilt {
+    fn try_decode(&mut self, key: GroupKey) -> Rebuilt {
         let Some(g) = self.groups.get_mut(&key) else {
             return Vec::new();
         };
@@ -211,8 +298,8 @@ impl Decoder {
         if missing == 0 || g.n_repairs == 0 {
             return Vec::new();
         }
-        if missing > g.n_repairs {
-            if missing > g.group.repairs as u32 && !g.failed_counted {
+        if missing > g.n_repairs || g.polluted {
+            if (missing > g.group.repairs as u32 || g.polluted) && !g.failed_counted {
                 g.failed_counted = true;
                 self.stats.unrecoverable_groups += 1;
             }
@@ -252,11 +339,25 @@ impl Decoder {
     /// misses more members than it has repairs, or when the group's repairs should have
     /// arrived (a segment sent after them has) but too few did.
     pub fn gap_repairable(&mut self, seg: u64, highest: u64) -> bool {
-        let Some((key, _)) = self.find_member(seg) else {
+        let (found, n) = self.groups_holding(seg);
+        if n == 0 {
             return self.unseen_lane_repairable(seg, highest);
-        };
-        let g = self.groups.get_mut(&key).expect("found");
-        let repairable = if highest > g.group.last() {
+        }
+        // Every group is asked, so each one that fails is counted.
+        let mut any = false;
+        for &(key, _) in &found[..n] {
+            any |= self.group_can_repair(key, highest);
+        }
+        any
+    }
+
+    /// Can group `key` still rebuild its missing members, given the highest segment
+    /// received? Counts the group as unrecoverable the first time it cannot.
+    fn group_can_repair(&mut self, key: GroupKey, highest: u64) -> bool {
+        let g = self.groups.get_mut(&key).expect("known group");
+        let repairable = if g.polluted {
+            false
+        } else if highest > g.group.last() {
             g.missing_up_to(highest) <= g.n_repairs
         } else if g.n_repairs > 0 {
             // A repair follows the group's last member: every member has been sent, and
@@ -280,8 +381,11 @@ impl Decoder {
     /// stays repairable while its second member (`seg + s`) is not yet due; once that is
     /// due and still no member has arrived, two are missing.
     fn unseen_lane_repairable(&self, seg: u64, highest: u64) -> bool {
-        let below = self.groups.range(..seg).next_back();
-        let above = self.groups.range(seg..).next();
+        // Groups of retransmissions are never interleaved: only the nearest groups of
+        // first transmissions on either side tell.
+        let original = |(k, _): &(&GroupKey, &GroupRx)| k.1 == 0;
+        let below = self.groups.range(..(seg, 0)).rev().find(original);
+        let above = self.groups.range((seg, 0)..).find(original);
         [below, above].into_iter().flatten().any(|(_, g)| {
             let s = g.group.stride as u64;
             s > 1 && g.group.first.abs_diff(seg) < s && seg + s > highest
@@ -317,6 +421,7 @@ mod tests {
     /// An XOR group of `count` members `stride` apart from `first`.
     fn strided(first: u64, count: u16, stride: u16) -> FecGroup {
         FecGroup {
+            retransmission_group: 0,
             repairs: 1,
             first,
             count,
@@ -385,6 +490,101 @@ mod tests {
         let mut d = Decoder::default();
         d.on_source(101, Some(group(101, 3)), &payload(101));
         assert!(!d.gap_repairable(100, 101));
+    }
+
+    /// A group of retransmissions numbered `n` over `first..first + count`.
+    fn retransmissions(first: u64, count: u16, n: u32) -> FecGroup {
+        FecGroup {
+            retransmission_group: n,
+            ..group(first, count)
+        }
+    }
+
+    #[test]
+    fn a_retransmission_group_rebuilds_a_lost_retransmission_and_its_original_group() {
+        // Group 10..14 loses 11 and 13: its repair cannot help. 11 is retransmitted in a
+        // group of its own (one member) and lost again; that group's repair rebuilds 11,
+        // which leaves group 10 one short, so its repair rebuilds 13 as well.
+        let g = group(10, 4);
+        let (info, rep) = repair_for(g);
+        let mut d = Decoder::with_overlapping_groups();
+        d.on_source(10, Some(g), &payload(10));
+        d.on_source(12, Some(g), &payload(12));
+        assert!(d.on_repair(g, info, rep, 10).is_empty());
+        let r = retransmissions(11, 1, 1);
+        let (rinfo, rrep) = repair_for(r);
+        let mut got = d.on_repair(r, rinfo, rrep, 10);
+        got.sort_by_key(|(s, _)| *s);
+        assert_eq!(got, vec![(11, payload(11)), (13, payload(13))]);
+        // A retransmission that arrives counts in its original group too: 12 and 13 lost,
+        // 13's retransmission (its own group) arrives, and group 10 rebuilds 12.
+        let (info, rep) = repair_for(g);
+        let mut d = Decoder::with_overlapping_groups();
+        d.on_source(10, Some(g), &payload(10));
+        d.on_source(11, Some(g), &payload(11));
+        assert!(d.on_repair(g, info, rep, 10).is_empty());
+        let got = d.on_source(13, Some(retransmissions(13, 1, 1)), &payload(13));
+        assert_eq!(got, vec![(12, payload(12))]);
+    }
+
+    #[test]
+    fn groups_that_start_at_the_same_segment_stay_apart() {
+        // The interleaved group {5, 7} and a group of retransmissions {5, 6} both start at
+        // 5. 7 arrives; the retransmission group's repair, with 6 lost as well, must
+        // rebuild nothing: applied to {5, 7} it would make 5 out of 5 ^ 6 ^ 7.
+        let il = strided(5, 2, 2);
+        let rtx = retransmissions(5, 2, 1);
+        let mut d = Decoder::with_overlapping_groups();
+        d.on_source(7, Some(il), &payload(7));
+        let (info, rep) = repair_for(rtx);
+        assert!(d.on_repair(rtx, info, rep, 5).is_empty());
+        // 6 arrives: the retransmission group rebuilds 5, which completes {5, 7} too.
+        assert_eq!(
+            d.on_source(6, Some(rtx), &payload(6)),
+            vec![(5, payload(5))]
+        );
+        // A second retransmission of 5 in a new group (number 2) is a group of its own.
+        let again = retransmissions(5, 1, 2);
+        let (info, rep) = repair_for(again);
+        let got = d.on_repair(again, info, rep, 5);
+        assert_eq!(got, vec![(5, payload(5))]);
+    }
+
+    #[test]
+    fn a_group_closed_early_never_rebuilds_from_a_segment_that_was_no_member() {
+        // Group 0 announces 8 members but is closed after 0, 1, 2; 3 opens the next group.
+        // 1 is lost, and 3 arrives before anything of its own group (a retransmission
+        // without a group option), so group 0 takes it for a member. The repair (3
+        // members) then cannot rebuild 1 from a running XOR that holds 3.
+        let announced = group(0, 8);
+        let mut d = Decoder::default();
+        d.on_source(0, Some(announced), &payload(0));
+        d.on_source(2, Some(announced), &payload(2));
+        d.on_source(3, None, &payload(3));
+        let (info, rep) = repair_for(group(0, 3));
+        assert!(d.on_repair(group(0, 3), info, rep, 0).is_empty());
+        assert!(!d.gap_repairable(1, 3));
+        assert_eq!(d.stats.unrecoverable_groups, 1);
+        // Reed-Solomon keeps the members themselves and drops the stray: 1 is rebuilt.
+        let rs = |count| FecGroup {
+            repairs: 2,
+            ..group(0, count)
+        };
+        let mut d = Decoder::default();
+        for seg in [0, 2, 3] {
+            d.on_source(seg, Some(rs(8)), &payload(seg));
+        }
+        let mut enc = crate::fec::rs::RsCache::default();
+        let parity = enc
+            .encode(&[payload(0), payload(1), payload(2)], 2)
+            .expect("encodes");
+        let info = RepairInfo {
+            len_xor: 0,
+            index: 0,
+            total: 2,
+        };
+        let got = d.on_repair(rs(3), info, Bytes::from(parity[0].clone()), 0);
+        assert_eq!(got, vec![(1, payload(1))]);
     }
 
     #[test]

@@ -66,11 +66,26 @@ impl Block {
     }
 }
 
+/// A group of retransmissions: consecutive retransmissions of consecutive segments
+/// `[first, first + count)` (see `FecConfig::protect_retransmissions`).
+#[derive(Debug)]
+struct RetransmissionGroup {
+    /// Its number on the wire (`FecGroup::retransmission_group`, never 0).
+    number: u32,
+    first: u64,
+    count: u16,
+    repairs: u8,
+    data: GroupData,
+}
+
 #[derive(Debug)]
 pub(crate) struct Encoder {
     policy: GroupPolicy,
     repairs: u8,
     block: Option<Block>,
+    retransmissions: Option<RetransmissionGroup>,
+    /// Number of the last retransmission group opened.
+    last_retransmission_group: u32,
     ready: VecDeque<RepairOut>,
     last_group_size: u16,
     rs: RsCache,
@@ -83,6 +98,8 @@ impl Encoder {
             policy,
             repairs: repairs.max(1),
             block: None,
+            retransmissions: None,
+            last_retransmission_group: 0,
             ready: VecDeque::new(),
             last_group_size: 0,
             rs: RsCache::default(),
@@ -98,6 +115,11 @@ impl Encoder {
     /// Changes how groups are sized from the next group on (TCP-dFEC's ratio control).
     pub fn set_policy(&mut self, policy: GroupPolicy) {
         self.policy = policy;
+    }
+
+    /// Members of a group opened at `cwnd`.
+    pub fn group_size_at(&self, cwnd: f64) -> u16 {
+        self.policy.shape(cwnd).0
     }
 
     /// Size of the most recently opened groups (for time series).
@@ -148,6 +170,7 @@ impl Encoder {
             count: b.count,
             stride: b.groups,
             repairs,
+            retransmission_group: 0,
         };
         if k + 1 == b.count as u64 {
             b.closed[j] = true;
@@ -158,6 +181,70 @@ impl Encoder {
             self.emit(group, &data);
         }
         group
+    }
+
+    /// Adds a retransmission of segment `seg`, the first of `run` consecutive segments now
+    /// due for retransmission; returns the group it joins. It continues the open
+    /// retransmission group if it is that group's next segment, and otherwise opens one of
+    /// `run` members (at most a group's size at `cwnd`). A full group's repairs are ready
+    /// at once.
+    pub fn add_retransmission(
+        &mut self,
+        seg: u64,
+        payload: &Bytes,
+        run: u64,
+        cwnd: f64,
+    ) -> FecGroup {
+        let continues = self.retransmissions.as_ref().is_some_and(|g| {
+            let members = g.data.members() as u64;
+            seg == g.first + members && members < g.count as u64
+        });
+        if !continues {
+            self.flush_retransmissions();
+            let (size, _) = self.policy.shape(cwnd);
+            let mut count = run.clamp(1, size as u64) as u16;
+            if self.repairs > 1 {
+                count = count.min((MAX_SHARDS - self.repairs as usize) as u16);
+            }
+            // Numbers wrap after 2³² − 1 groups, long after the receiver forgot number 1.
+            self.last_retransmission_group = self.last_retransmission_group % u32::MAX + 1;
+            self.retransmissions = Some(RetransmissionGroup {
+                number: self.last_retransmission_group,
+                first: seg,
+                count,
+                repairs: self.repairs,
+                data: GroupData::new(self.repairs),
+            });
+        }
+        let g = self.retransmissions.as_mut().expect("just opened");
+        g.data.add(payload);
+        let group = FecGroup {
+            first: g.first,
+            count: g.count,
+            stride: 1,
+            repairs: g.repairs,
+            retransmission_group: g.number,
+        };
+        if g.data.members() == g.count as usize {
+            let g = self.retransmissions.take().expect("present");
+            self.emit(group, &g.data);
+        }
+        group
+    }
+
+    /// Closes the open retransmission group early; its repairs name the true member count.
+    pub fn flush_retransmissions(&mut self) {
+        let Some(g) = self.retransmissions.take() else {
+            return;
+        };
+        let group = FecGroup {
+            first: g.first,
+            count: g.data.members() as u16,
+            stride: 1,
+            repairs: g.repairs,
+            retransmission_group: g.number,
+        };
+        self.emit(group, &g.data);
     }
 
     fn emit(&mut self, group: FecGroup, data: &GroupData) {
@@ -193,6 +280,7 @@ impl Encoder {
     /// Closes every open group early (the sender has no more data to send now), so the
     /// tail of a transfer is protected too. The repairs name the true member count.
     pub fn flush(&mut self) {
+        self.flush_retransmissions();
         let Some(b) = self.block.take() else { return };
         for (j, data) in b.data.iter().enumerate() {
             if b.closed[j] || data.members() == 0 {
@@ -203,6 +291,7 @@ impl Encoder {
                 count: data.members() as u16,
                 stride: b.groups,
                 repairs: b.repairs,
+                retransmission_group: 0,
             };
             self.emit(group, data);
         }
@@ -210,7 +299,7 @@ impl Encoder {
 
     /// True if a group is open (a flush would produce repairs).
     pub fn has_open_group(&self) -> bool {
-        self.block.is_some()
+        self.block.is_some() || self.retransmissions.is_some()
     }
 
     /// Takes the next repair packet.
@@ -246,7 +335,8 @@ mod tests {
                 first: 0,
                 count: 2,
                 stride: 3,
-                repairs: 1
+                repairs: 1,
+                retransmission_group: 0,
             }
         );
         assert_eq!(groups[1].first, 1);
@@ -284,5 +374,37 @@ mod tests {
             32,
             "30 + 2 bytes of length parity"
         );
+    }
+
+    #[test]
+    fn consecutive_retransmissions_form_a_group_and_a_broken_run_is_closed() {
+        let mut e = Encoder::new(GroupPolicy::Static(8), 1);
+        // Segments 5, 6 and 7 are due back to back: one group of three.
+        let g5 = e.add_retransmission(5, &b(&[5]), 3, 10.0);
+        assert_eq!((g5.first, g5.count, g5.stride), (5, 3, 1));
+        assert!(e.pop_ready().is_none());
+        assert_eq!(e.add_retransmission(6, &b(&[6]), 2, 10.0), g5);
+        assert_eq!(e.add_retransmission(7, &b(&[7]), 1, 10.0), g5);
+        let r = e.pop_ready().expect("full group: repair ready");
+        assert_eq!(r.group, g5);
+        assert_eq!(&r.payload[..], &[5 ^ 6 ^ 7]);
+        // A run of two cut after its first member: the next retransmission (20) opens a new
+        // group and the old one's repair names the one member it got.
+        let g12 = e.add_retransmission(12, &b(&[12]), 2, 10.0);
+        assert_eq!(g12.count, 2);
+        let g20 = e.add_retransmission(20, &b(&[20]), 1, 10.0);
+        assert_eq!((g20.first, g20.count), (20, 1));
+        let r = e.pop_ready().expect("cut group closed");
+        assert_eq!((r.group.first, r.group.count), (12, 1));
+        assert_eq!(&r.payload[..], &[12]);
+        assert_eq!(e.pop_ready().expect("group 20 full").group, g20);
+        // Every retransmission group has a number of its own, also one that starts at the
+        // same segment as an earlier group: the receiver tells them apart by it.
+        let again = e.add_retransmission(5, &b(&[5]), 1, 10.0);
+        assert_eq!(
+            [g5, g12, g20, again].map(|g| g.retransmission_group),
+            [1, 2, 3, 4]
+        );
+        assert_ne!(again.key(), g5.key());
     }
 }

@@ -73,6 +73,11 @@ pub struct FecConfig {
     /// window full, waits for the retransmission timer (12 timeouts a minute at 1 % ACK
     /// loss and 10 % data loss before this). Off for Sato's schemes, as described.
     pub repeat_recovery_ack: bool,
+    /// Protect retransmissions too: consecutive retransmissions of consecutive segments
+    /// form groups of their own, with their own repairs, and the receiver counts a
+    /// segment in every group that holds it. Sato §3.2: "The retransmitted packets are
+    /// handled in the same manner as the original packets"; Sato's schemes only.
+    pub protect_retransmissions: bool,
     /// When suppression is released (a gap can no longer be repaired), send the withheld
     /// duplicate ACKs with the one that released it, up to DupThresh in all, so a sender
     /// counting duplicates retransmits at once. Sato's NewReno-based schemes only: the
