@@ -28,7 +28,9 @@ use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 /// Largest engine payload per datagram. With the 40-byte engine header, up to 4 SACK
-/// blocks (66), the FEC group (15) and repair (6) options, the 13-byte envelope and the
+/// blocks (66; the engine sends 3 by default, which leaves room for the 4 more bytes of a
+/// retransmission group's FEC option), the FEC group (15) and repair (6) options, the
+/// 13-byte envelope and the
 /// 16-byte tag, a datagram is at most 1316 + 156 = 1472 bytes: one IPv4 packet on a
 /// 1500-byte MTU path.
 pub const DEFAULT_MSS: u16 = 1316;
