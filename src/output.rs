@@ -70,14 +70,18 @@ pub fn run_json(o: &Outcome) -> Value {
     Value::Object(m)
 }
 
-/// Column names of `results.csv`, in order.
-fn csv_columns(first: &Outcome) -> Vec<String> {
-    let mut cols: Vec<String> = first
-        .run
-        .params
-        .iter()
-        .map(|(k, _)| k.replace('-', "_"))
-        .collect();
+/// Column names of `results.csv`, in order: every setting any run has (a figure may set
+/// one the others leave out, such as `max-window`), then the metrics.
+fn csv_columns<'a>(runs: impl Iterator<Item = &'a crate::sweep::Run>) -> Vec<String> {
+    let mut cols: Vec<String> = Vec::new();
+    for run in runs {
+        for (k, _) in &run.params {
+            let col = k.replace('-', "_");
+            if !cols.contains(&col) {
+                cols.push(col);
+            }
+        }
+    }
     for c in [
         "seed",
         "goodput_mbps",
@@ -138,7 +142,9 @@ fn csv_cells(line: &str) -> Vec<String> {
 /// Reads back the `results.csv` that [`write_csv`] wrote for `runs`: one record per run,
 /// as [`run_json`] made it (settings as strings, metrics as numbers; a list stays a
 /// string). Refuses a file whose rows are not exactly these runs in this order, naming
-/// the first row that differs.
+/// the first row that differs. Files written before every setting had a column lack the
+/// settings the first run did not have: those rows are matched on the settings they
+/// show, and the record takes the missing ones from the run.
 pub fn read_csv(path: &Path, runs: &[crate::sweep::Run]) -> Result<Vec<Value>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut lines = text.lines();
@@ -166,9 +172,12 @@ pub fn read_csv(path: &Path, runs: &[crate::sweep::Run]) -> Result<Vec<Value>, S
         let mut m = Map::new();
         for (col, cell) in header.iter().zip(row) {
             let is_setting = run.params.iter().any(|(k, _)| k.replace('-', "_") == *col);
-            let v = match cell.parse::<f64>() {
+            // Whole numbers stay integers, so a rewritten file reads "1", not "1.0".
+            let v = match (cell.parse::<u64>(), cell.parse::<f64>()) {
                 _ if cell.is_empty() => Value::Null,
-                Ok(x) if !is_setting => json!(x),
+                _ if is_setting => json!(cell),
+                (Ok(n), _) => json!(n),
+                (_, Ok(x)) => json!(x),
                 _ => json!(cell),
             };
             m.insert(col.clone(), v);
@@ -179,13 +188,27 @@ pub fn read_csv(path: &Path, runs: &[crate::sweep::Run]) -> Result<Vec<Value>, S
             .map(|(k, v)| (k.replace('-', "_"), v.clone()))
             .chain([("seed".to_string(), run.scenario.seed.to_string())]);
         for (col, want) in expected {
-            let got = header
-                .iter()
-                .position(|c| *c == col)
-                .map_or("", |j| row[j].as_str());
+            let Some(j) = header.iter().position(|c| *c == col) else {
+                m.insert(col, json!(want));
+                continue;
+            };
+            let got = row[j].as_str();
             if got != want {
                 return Err(format!(
                     "{}: row {} has {col} = {got:?} where this experiment's run {} has {want:?}",
+                    path.display(),
+                    i + 1,
+                    i + 1
+                ));
+            }
+        }
+        // A setting this run does not have must be empty in its row.
+        let settings = header.iter().take_while(|c| *c != "seed");
+        for (col, cell) in settings.zip(row) {
+            let unset = !run.params.iter().any(|(k, _)| k.replace('-', "_") == *col);
+            if unset && !cell.is_empty() {
+                return Err(format!(
+                    "{}: row {} has {col} = {cell:?} where this experiment's run {} has none",
                     path.display(),
                     i + 1,
                     i + 1
@@ -197,20 +220,29 @@ pub fn read_csv(path: &Path, runs: &[crate::sweep::Run]) -> Result<Vec<Value>, S
     Ok(records)
 }
 
-/// Writes `results.csv` (one row per run) and `flows.csv` (one row per flow) into `dir`.
-pub fn write_csv(dir: &Path, outcomes: &[Outcome]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let Some(first) = outcomes.first() else {
-        return Ok(());
-    };
-    let cols = csv_columns(first);
+/// Writes `results.csv` into `dir`: one row per run, from its record ([`run_json`]).
+pub fn write_results_csv<'a>(
+    dir: &Path,
+    runs: impl Iterator<Item = &'a crate::sweep::Run>,
+    records: &[Value],
+) -> std::io::Result<()> {
+    let cols = csv_columns(runs);
     let mut s = cols.join(",") + "\n";
-    for o in outcomes {
-        let j = run_json(o);
+    for j in records {
         let row: Vec<String> = cols.iter().map(|c| csv_cell(&j[c])).collect();
         s += &(row.join(",") + "\n");
     }
-    std::fs::write(dir.join("results.csv"), s)?;
+    std::fs::write(dir.join("results.csv"), s)
+}
+
+/// Writes `results.csv` (one row per run) and `flows.csv` (one row per flow) into `dir`.
+pub fn write_csv(dir: &Path, outcomes: &[Outcome]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    if outcomes.is_empty() {
+        return Ok(());
+    }
+    let records: Vec<Value> = outcomes.iter().map(run_json).collect();
+    write_results_csv(dir, outcomes.iter().map(|o| &o.run), &records)?;
     let mut f = String::from("run,seed,flow,goodput_mbps,throughput_mbps,retransmission_rate,data_loss_rate,fast_recoveries,timeouts,completion_time_s,mean_rtt_ms\n");
     for (i, o) in outcomes.iter().enumerate() {
         for (k, fl) in o.result.flows.iter().enumerate() {

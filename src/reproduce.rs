@@ -123,6 +123,16 @@ struct Claim {
     why: Option<String>,
 }
 
+/// A value in a claim's evidence: three decimals from 1 up, three significant digits
+/// below (retransmission rates of 0.0005 would all read 0.001 otherwise).
+fn num(v: f64) -> String {
+    if !v.is_finite() || v == 0.0 || v.abs() >= 1.0 {
+        return format!("{v:.3}");
+    }
+    let decimals = (2 - v.abs().log10().floor() as i32).max(3) as usize;
+    format!("{v:.decimals$}")
+}
+
 /// The report section of claims that name none.
 const MAIN_CLAIMS: &str = "Claims of the chapter";
 
@@ -371,6 +381,9 @@ pub fn run(opts: &Options) -> Result<(), String> {
         }
         let records = crate::output::read_csv(&out.join("results.csv"), &runs)
             .map_err(|e| format!("{e}; run the experiment without --report-only"))?;
+        // Rewritten with a column for every setting (older files lack some).
+        crate::output::write_results_csv(&out, runs.iter(), &records)
+            .map_err(|e| format!("{}: {e}", out.display()))?;
         (records, Vec::new())
     } else {
         let outcomes = crate::runner::run_all(runs, opts.progress);
@@ -730,7 +743,7 @@ fn check_claim(
                 };
                 verdict = verdict.max(here);
                 let mark = if here == Verdict::Tie { " (tie)" } else { "" };
-                ev.push(format!("{x}: {va:.3} vs {vb:.3}{mark}"));
+                ev.push(format!("{x}: {} vs {}{mark}", num(va), num(vb)));
             }
             (verdict, format!("{a} vs {b} — {}", ev.join("; ")))
         }
@@ -761,8 +774,14 @@ fn check_claim(
                 Verdict::Differ
             };
             let ev = format!(
-                "best {} for {s}: {} ({:.3} ± {:.3}); best in the claimed range: {} ({:.3} ± {:.3})",
-                fig.x_label, best.0, best.1, best.2, best_in.0, best_in.1, best_in.2
+                "best {} for {s}: {} ({} ± {}); best in the claimed range: {} ({} ± {})",
+                fig.x_label,
+                best.0,
+                num(best.1),
+                num(best.2),
+                best_in.0,
+                num(best_in.1),
+                num(best_in.2)
             );
             (verdict, ev)
         }
@@ -800,7 +819,7 @@ fn check_plain(
         let ok = pairs.iter().all(|(_, va, vb)| f(*va, *vb));
         let ev = pairs
             .iter()
-            .map(|(x, va, vb)| format!("{x}: {va:.3} vs {vb:.3}"))
+            .map(|(x, va, vb)| format!("{x}: {} vs {}", num(*va), num(*vb)))
             .collect::<Vec<_>>()
             .join("; ");
         (ok, format!("{a} vs {b} — {ev}"))
@@ -818,8 +837,13 @@ fn check_plain(
                     (
                         ok,
                         format!(
-                            "{a} vs {b} at {}: {:.3} vs {:.3}; at {}: {:.3} vs {:.3}",
-                            f.0, f.1, f.2, l.0, l.1, l.2
+                            "{a} vs {b} at {}: {} vs {}; at {}: {} vs {}",
+                            f.0,
+                            num(f.1),
+                            num(f.2),
+                            l.0,
+                            num(l.1),
+                            num(l.2)
                         ),
                     )
                 }
@@ -857,7 +881,7 @@ fn check_plain(
             match (pairs.first(), pairs.last()) {
                 (Some(f), Some(l)) if pairs.len() >= 2 => (
                     l.1 < f.1,
-                    format!("{a}: {:.3} at {} → {:.3} at {}", f.1, f.0, l.1, l.0),
+                    format!("{a}: {} at {} → {} at {}", num(f.1), f.0, num(l.1), l.0),
                 ),
                 _ => (false, "not enough points".into()),
             }
@@ -877,7 +901,7 @@ fn check_plain(
             let ok = pairs.iter().all(|(_, va, _)| *va >= lo && *va <= hi);
             let ev = pairs
                 .iter()
-                .map(|(x, va, _)| format!("{x}: {va:.3}"))
+                .map(|(x, va, _)| format!("{x}: {}", num(*va)))
                 .collect::<Vec<_>>()
                 .join("; ");
             let bounds = match (c.low, c.high) {
@@ -907,7 +931,7 @@ fn check_plain(
                 match best {
                     Some((s, v)) => {
                         ok &= *s == a;
-                        ev.push(format!("{x}: {s} ({v:.3})"));
+                        ev.push(format!("{x}: {s} ({})", num(v)));
                     }
                     None => ok = false,
                 }
@@ -1038,6 +1062,16 @@ high = 2
         }
         let (fig, c) = (exp.figure.remove(0), exp.claim.remove(0));
         check_claim(&c, &fig, &means, &sds, false).0
+    }
+
+    #[test]
+    fn small_values_keep_three_significant_digits_in_the_evidence() {
+        assert_eq!(num(0.000512), "0.000512");
+        assert_eq!(num(0.0284), "0.0284");
+        assert_eq!(num(0.5), "0.500");
+        assert_eq!(num(12.3456), "12.346");
+        assert_eq!(num(0.0), "0.000");
+        assert_eq!(num(f64::NAN), "NaN");
     }
 
     #[test]

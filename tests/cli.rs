@@ -458,6 +458,17 @@ x_label = "Delay"
 series = ["reno", "sack"]
 metric = "goodput_mbps"
 y_label = "Goodput"
+[[figure]]
+id = "capped"
+title = "capped"
+x = "delay"
+x_values = ["10ms"]
+x_label = "Delay"
+series = ["sack"]
+metric = "goodput_mbps"
+y_label = "Goodput"
+[figure.set]
+max-window = "4"
 [[claim]]
 text = "sack beats reno"
 figure = "f"
@@ -496,6 +507,47 @@ b = "reno"
     assert_eq!(
         std::fs::read_to_string(out.join("report.md")).unwrap(),
         report
+    );
+    // A setting only some runs have gets a column, empty in the other rows.
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let capped = header
+        .iter()
+        .position(|c| *c == "max_window")
+        .expect("column");
+    let cells: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(cells.iter().filter(|r| r[capped] == "4").count(), 2);
+    assert!(cells
+        .iter()
+        .filter(|r| r[capped] != "4")
+        .all(|r| r[capped].is_empty()));
+    // A file from before that column existed is read by position and written back whole.
+    let without: Vec<String> = csv
+        .lines()
+        .map(|l| {
+            let mut c: Vec<&str> = l.split(',').collect();
+            c.remove(capped);
+            c.join(",")
+        })
+        .collect();
+    std::fs::write(out.join("results.csv"), without.join("\n") + "\n").unwrap();
+    let legacy = args(&["--report-only"]);
+    assert!(
+        legacy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&legacy.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.md")).unwrap(),
+        report
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.csv")).unwrap(),
+        csv
     );
     // The results of other runs (here: seed 2's row claims to be seed 7) are refused.
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
