@@ -17,6 +17,7 @@ mod perf_cli;
 mod plot;
 mod reproduce;
 mod runner;
+mod shard;
 mod sweep;
 mod validate;
 
@@ -73,6 +74,11 @@ enum Command {
         /// output directory; refused if its rows are not exactly that run's.
         #[arg(long)]
         report_only: bool,
+        /// Run only the K-th of N shards of the run list (balanced by expected cost) and
+        /// write its rows and a manifest to results/<ID>/shard-K-of-N (or --out); join
+        /// the shards with `tcpfec merge`. For job arrays (Slurm, Kubernetes).
+        #[arg(long, value_name = "K/N")]
+        shard: Option<shard::Shard>,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -83,6 +89,18 @@ enum Command {
         /// (about 30 core-hours) or to keep more than 10 million per-flow results.
         #[arg(long)]
         i_know: bool,
+    },
+    /// Join the shard directories of one `reproduce --shard K/N` run into the outputs a
+    /// single run writes (results.csv, flows.csv, figures, report.md; only wall times
+    /// differ). Refuses shards of different experiments or versions, and names any run
+    /// missing or given twice.
+    Merge {
+        /// The shard directories, one per shard.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Output directory [default: results/<ID>].
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Build data that schemes ship with from simulator sweeps.
     Calibrate {
@@ -472,6 +490,7 @@ fn main() -> ExitCode {
             seeds,
             out,
             report_only,
+            shard,
             quiet,
             max_runs,
             i_know,
@@ -481,10 +500,12 @@ fn main() -> ExitCode {
             seeds,
             out,
             report_only,
+            shard,
             progress: !quiet && std::io::stderr().is_terminal(),
             limits: sweep::Limits { max_runs, i_know },
         }),
         Command::Validate(opts) => validate::run(&opts),
+        Command::Merge { dirs, out } => reproduce::merge(&dirs, out),
         Command::Calibrate {
             which:
                 CalibrateWhich::Tfec {

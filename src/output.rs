@@ -237,14 +237,21 @@ pub fn write_results_csv<'a>(
 
 /// Writes `results.csv` (one row per run) and `flows.csv` (one row per flow) into `dir`.
 pub fn write_csv(dir: &Path, outcomes: &[Outcome]) -> std::io::Result<()> {
+    let ids: Vec<usize> = (0..outcomes.len()).collect();
+    write_csv_numbered(dir, outcomes, &ids)
+}
+
+/// [`write_csv`] for runs numbered `ids` in their experiment (a shard's runs keep their
+/// experiment-wide numbers in `flows.csv`, so merged shards read as one run).
+pub fn write_csv_numbered(dir: &Path, outcomes: &[Outcome], ids: &[usize]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     if outcomes.is_empty() {
         return Ok(());
     }
     let records: Vec<Value> = outcomes.iter().map(run_json).collect();
     write_results_csv(dir, outcomes.iter().map(|o| &o.run), &records)?;
-    let mut f = String::from("run,seed,flow,goodput_mbps,throughput_mbps,retransmission_rate,data_loss_rate,fast_recoveries,timeouts,completion_time_s,mean_rtt_ms\n");
-    for (i, o) in outcomes.iter().enumerate() {
+    let mut f = String::from(FLOWS_HEADER);
+    for (&i, o) in ids.iter().zip(outcomes) {
         for (k, fl) in o.result.flows.iter().enumerate() {
             let _ = writeln!(
                 f,
@@ -264,6 +271,9 @@ pub fn write_csv(dir: &Path, outcomes: &[Outcome]) -> std::io::Result<()> {
     }
     std::fs::write(dir.join("flows.csv"), f)
 }
+
+/// Header of `flows.csv`.
+pub const FLOWS_HEADER: &str = "run,seed,flow,goodput_mbps,throughput_mbps,retransmission_rate,data_loss_rate,fast_recoveries,timeouts,completion_time_s,mean_rtt_ms\n";
 
 /// A fixed-width table for the terminal: the swept parameters, then the main metrics.
 pub fn table(outcomes: &[Outcome], swept: &[String]) -> String {

@@ -154,12 +154,21 @@ pub struct Options {
     /// Simulate nothing: rebuild the figures and the report from the `results.csv` an
     /// earlier run of the same experiment left in the output directory.
     pub report_only: bool,
+    /// Run only this shard of the run list, writing its rows and a manifest for
+    /// `tcpfec merge` (see [`crate::shard`]).
+    pub shard: Option<crate::shard::Shard>,
     /// How large the sweep may be.
     pub limits: Limits,
 }
 
 fn load(name: &str) -> Result<Experiment, String> {
-    let text = match BUILT_IN.iter().find(|(id, _)| *id == name) {
+    let text = source(name)?;
+    toml::from_str(&text).map_err(|e| format!("experiment '{name}': {}", e.message()))
+}
+
+/// The text of experiment `name`: a built-in one, or the file at that path.
+fn source(name: &str) -> Result<String, String> {
+    Ok(match BUILT_IN.iter().find(|(id, _)| *id == name) {
         Some((_, t)) => t.to_string(),
         None => crate::sweep::read_settings_file(Path::new(name)).map_err(|e| {
             let ids: Vec<&str> = BUILT_IN.iter().map(|b| b.0).collect();
@@ -168,8 +177,7 @@ fn load(name: &str) -> Result<Experiment, String> {
                 ids.join(", ")
             )
         })?,
-    };
-    toml::from_str(&text).map_err(|e| format!("experiment '{name}': {}", e.message()))
+    })
 }
 
 /// Leading number of an axis value ("200ms" → 200, "0.05%" → 0.05).
@@ -363,6 +371,9 @@ pub fn run(opts: &Options) -> Result<(), String> {
         base.extend(exp.quick_base.clone());
     }
     let (runs, cells) = plan(&exp, opts, seeds, &base)?;
+    if let Some(shard) = opts.shard {
+        return run_shard(&exp, opts, runs, shard);
+    }
     opts.limits.check(&runs)?;
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     eprintln!(
@@ -391,6 +402,167 @@ pub fn run(opts: &Options) -> Result<(), String> {
         let records = outcomes.iter().map(crate::output::run_json).collect();
         (records, outcomes)
     };
+    write_outputs(&exp, opts, seeds, &base, &cells, &records, &outcomes, &out)
+}
+
+/// Runs one shard of the experiment: its rows, `flows.csv` with experiment-wide run
+/// numbers, and the manifest `tcpfec merge` checks, in `--out` (default
+/// `results/<id>/shard-K-of-N`).
+fn run_shard(
+    exp: &Experiment,
+    opts: &Options,
+    runs: Vec<Run>,
+    shard: crate::shard::Shard,
+) -> Result<(), String> {
+    let total = runs.len();
+    let ids = crate::shard::select(&runs, shard);
+    let mine: Vec<Run> = ids.iter().map(|&i| runs[i].clone()).collect();
+    opts.limits.check(&mine)?;
+    let out = opts.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results")
+            .join(&exp.id)
+            .join(format!("shard-{}-of-{}", shard.index, shard.count))
+    });
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    eprintln!(
+        "{}: shard {}/{}: {} of {} runs",
+        exp.id,
+        shard.index,
+        shard.count,
+        mine.len(),
+        total
+    );
+    let outcomes = crate::runner::run_all(mine, opts.progress);
+    crate::output::write_csv_numbered(&out, &outcomes, &ids)
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+    crate::shard::Manifest {
+        experiment: opts.experiment.clone(),
+        experiment_hash: crate::shard::text_hash(&source(&opts.experiment)?),
+        quick: opts.quick,
+        seeds: opts.seeds,
+        shard: shard.index,
+        shards: shard.count,
+        total_runs: total,
+        runs: ids,
+        version: env!("CARGO_PKG_VERSION").into(),
+    }
+    .write(&out)?;
+    println!(
+        "wrote {}; when every shard is done: tcpfec merge DIR... (one per shard)",
+        out.display()
+    );
+    Ok(())
+}
+
+/// Merges the shard directories `dirs` of one `reproduce --shard` run into `out`
+/// (default `results/<id>`): the same `results.csv`, `flows.csv`, figures and report as
+/// a single run, except the wall times. Refuses shards of different experiments, files
+/// or versions, a run missing or given twice.
+pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), String> {
+    let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let manifests = dirs
+        .iter()
+        .map(|d| crate::shard::Manifest::read(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::shard::check_complete(&manifests, &names)?;
+    let m = &manifests[0];
+    let text = source(&m.experiment)?;
+    if crate::shard::text_hash(&text) != m.experiment_hash {
+        return Err(format!(
+            "merge: the experiment '{}' has changed since the shards ran (hash {} now, {} then)",
+            m.experiment,
+            crate::shard::text_hash(&text),
+            m.experiment_hash
+        ));
+    }
+    let opts = Options {
+        experiment: m.experiment.clone(),
+        quick: m.quick,
+        seeds: m.seeds,
+        out,
+        progress: false,
+        report_only: false,
+        shard: None,
+        limits: Limits {
+            max_runs: u64::MAX,
+            i_know: true,
+        },
+    };
+    let exp = load(&opts.experiment)?;
+    let seeds = opts.seeds.unwrap_or(if opts.quick {
+        exp.quick_seeds
+    } else {
+        exp.seeds
+    });
+    let mut base = exp.base.clone();
+    if opts.quick {
+        base.extend(exp.quick_base.clone());
+    }
+    let (runs, cells) = plan(&exp, &opts, seeds, &base)?;
+    if runs.len() != m.total_runs {
+        return Err(format!(
+            "merge: the experiment has {} runs now, the shards {}",
+            runs.len(),
+            m.total_runs
+        ));
+    }
+    if let Some(f) = exp.figure.iter().find(|f| f.x == "time") {
+        return Err(format!(
+            "merge: {}: a time-series figure needs its samples, which shards do not keep",
+            f.id
+        ));
+    }
+    let mut records = vec![serde_json::Value::Null; runs.len()];
+    let mut flows: Vec<(usize, usize, String)> = Vec::new();
+    for (dir, man) in dirs.iter().zip(&manifests) {
+        let mine: Vec<Run> = man.runs.iter().map(|&i| runs[i].clone()).collect();
+        let rows = crate::output::read_csv(&dir.join("results.csv"), &mine)?;
+        for (&i, r) in man.runs.iter().zip(rows) {
+            records[i] = r;
+        }
+        let path = dir.join("flows.csv");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (n, line) in text.lines().skip(1).enumerate() {
+            let run = line
+                .split(',')
+                .next()
+                .and_then(|c| c.parse().ok())
+                .ok_or(format!("{}: line {}: no run number", path.display(), n + 2))?;
+            flows.push((run, flows.len(), line.to_string()));
+        }
+    }
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&exp.id));
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    crate::output::write_results_csv(&out, runs.iter(), &records)
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+    // Flows in run order; a run's flows keep their order.
+    flows.sort_by_key(|&(run, at, _)| (run, at));
+    let mut f = String::from(crate::output::FLOWS_HEADER);
+    for (_, _, line) in &flows {
+        f += line;
+        f.push('\n');
+    }
+    std::fs::write(out.join("flows.csv"), f).map_err(|e| format!("{}: {e}", out.display()))?;
+    eprintln!("{}: {} runs from {} shards", exp.id, runs.len(), dirs.len());
+    write_outputs(&exp, &opts, seeds, &base, &cells, &records, &[], &out)
+}
+
+/// Figures, figure CSVs and `report.md` of an experiment from its runs' records.
+#[allow(clippy::too_many_arguments)]
+fn write_outputs(
+    exp: &Experiment,
+    opts: &Options,
+    seeds: u64,
+    base: &BTreeMap<String, String>,
+    cells: &[Vec<Cell>],
+    records: &[serde_json::Value],
+    outcomes: &[Outcome],
+    out: &Path,
+) -> Result<(), String> {
     let mut report = String::new();
     let _ = writeln!(report, "# {}\n", exp.title);
     let _ = writeln!(
@@ -405,9 +577,9 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let mut sds: HashMap<(String, String, String), f64> = HashMap::new();
     let mut fig_md = String::new();
     let mut compared: Option<(String, Vec<crate::compare::Row>)> = None;
-    for (fig, fcells) in exp.figure.iter().zip(&cells) {
+    for (fig, fcells) in exp.figure.iter().zip(cells) {
         let (md, Points { means: m, sds: s }) =
-            figure_outputs(fig, fcells, &records, &outcomes, &out)?;
+            figure_outputs(fig, fcells, records, outcomes, out)?;
         for ((series, x), v) in s {
             sds.insert((fig.id.clone(), series, x), v);
         }
@@ -955,6 +1127,7 @@ mod tests {
             seeds: None,
             out: None,
             report_only: false,
+            shard: None,
             progress: false,
             limits: Limits::default(),
         };
@@ -1006,6 +1179,7 @@ y_label = "y"
             seeds: Some(seeds),
             out: None,
             report_only: false,
+            shard: None,
             progress: false,
             limits: Limits::default(),
         };

@@ -564,3 +564,123 @@ b = "reno"
     assert!(err.contains("row 2 has seed = \"7\""), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `results.csv` without its wall-time column (the one value a merge may change).
+fn without_wall_column(csv: &str) -> String {
+    let header: Vec<&str> = csv.lines().next().unwrap_or_default().split(',').collect();
+    let wall = header
+        .iter()
+        .position(|c| *c == "wall_s")
+        .expect("wall_s column");
+    csv.lines()
+        .map(|l| {
+            let mut cells: Vec<&str> = l.split(',').collect();
+            cells.remove(wall);
+            cells.join(",")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn four_shards_merge_into_exactly_what_one_process_writes() {
+    let dir = std::env::temp_dir().join(format!("tcpfec-shards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sweep.toml");
+    let experiment = r#"
+id = "sweep"
+title = "Sweep"
+seeds = 2
+quick_seeds = 1
+[base]
+duration = "4s"
+loss = "1%"
+[[figure]]
+id = "f"
+title = "f"
+x = "delay"
+x_values = ["5ms", "20ms", "80ms"]
+x_label = "Delay"
+series = ["reno", "sack", "anker-8-1"]
+metric = "goodput_mbps"
+y_label = "Goodput"
+[[claim]]
+text = "sack beats reno"
+figure = "f"
+kind = "above"
+a = "sack"
+b = "reno"
+"#;
+    std::fs::write(&file, experiment).unwrap();
+    let file = file.to_str().unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    ok(tcpfec(&["reproduce", file, "--out", &path("one"), "-q"]));
+    // The shards as separate processes, in a shuffled order.
+    for k in [3, 1, 4, 2] {
+        let shard = format!("{k}/4");
+        let out = path(&format!("s{k}"));
+        ok(tcpfec(&[
+            "reproduce",
+            file,
+            "--shard",
+            &shard,
+            "--out",
+            &out,
+            "-q",
+        ]));
+    }
+    let shards: Vec<String> = [2, 4, 1, 3].map(|k| path(&format!("s{k}"))).to_vec();
+    let mut args = vec!["merge"];
+    args.extend(shards.iter().map(String::as_str));
+    let merged = path("merged");
+    args.extend(["--out", &merged]);
+    ok(tcpfec(&args));
+    let read = |d: &str, f: &str| std::fs::read_to_string(dir.join(d).join(f)).unwrap();
+    assert_eq!(
+        without_wall_column(&read("merged", "results.csv")),
+        without_wall_column(&read("one", "results.csv"))
+    );
+    for f in ["flows.csv", "report.md", "f.csv", "f.svg"] {
+        assert_eq!(read("merged", f), read("one", f), "{f}");
+    }
+    // Every shard ran something: balanced by cost, not all in one.
+    for k in 1..=4 {
+        let rows = read(&format!("s{k}"), "results.csv").lines().count() - 1;
+        assert!(rows >= 1, "shard {k} has no runs");
+    }
+    // A missing shard is named; so is one given twice.
+    let e = tcpfec(&[
+        "merge", &shards[0], &shards[1], &shards[2], "--out", &merged,
+    ]);
+    assert!(!e.status.success());
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(msg.contains("missing shards: 3/4"), "{msg}");
+    let e = tcpfec(&[
+        "merge", &shards[0], &shards[0], &shards[1], &shards[2], &shards[3],
+    ]);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("in both"));
+    // A shard of an edited experiment does not mix with the others.
+    std::fs::write(dir.join("sweep.toml"), experiment.replace("4s", "3s")).unwrap();
+    let edited = path("edited");
+    ok(tcpfec(&[
+        "reproduce",
+        file,
+        "--shard",
+        "3/4",
+        "--out",
+        &edited,
+        "-q",
+    ]));
+    let e = tcpfec(&["merge", &shards[0], &shards[1], &edited, &shards[3]]);
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(msg.contains("is a shard of another run"), "{msg}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

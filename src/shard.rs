@@ -1,0 +1,230 @@
+//! Splitting an experiment's run list into deterministic shards (one per task of a job
+//! array) and checking that a set of shards makes up the whole run list again.
+
+use crate::sweep::Run;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The K-th of N shards (K counted from 1, as `--shard K/N` writes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// Which shard, 1..=count.
+    pub index: usize,
+    /// How many shards in all.
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || format!("--shard '{s}': expected K/N with 1 <= K <= N, e.g. 2/4");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (usize, usize) = (
+            k.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// The runs of `shard`, as indices into `runs`, in run order. Runs are dealt by expected
+/// cost (simulator events), not by count: the costliest first, each to the shard with
+/// the least cost so far (ties to the lower shard), so a shard of long 400 ms points
+/// does not run for hours while another idles. Deterministic: every task of an array
+/// computes the same split.
+pub fn select(runs: &[Run], shard: Shard) -> Vec<usize> {
+    let mut order: Vec<(usize, f64)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i, r.scenario.estimated_events()))
+        .collect();
+    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut load = vec![0.0f64; shard.count];
+    let mut mine = Vec::new();
+    for (i, cost) in order {
+        let least = (0..shard.count)
+            .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
+            .expect("at least one shard");
+        load[least] += cost;
+        if least + 1 == shard.index {
+            mine.push(i);
+        }
+    }
+    mine.sort_unstable();
+    mine
+}
+
+/// What a shard's directory says about itself (`manifest.json`), so that a merge can
+/// check it belongs with the others.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// The experiment as given to `reproduce` (built-in id or file path).
+    pub experiment: String,
+    /// Hash of the experiment file's text: shards of edited files do not mix.
+    pub experiment_hash: String,
+    /// `--quick`.
+    pub quick: bool,
+    /// `--seeds`, if given.
+    pub seeds: Option<u64>,
+    /// This shard, 1..=shards.
+    pub shard: usize,
+    /// Shards in all.
+    pub shards: usize,
+    /// Runs of the whole experiment.
+    pub total_runs: usize,
+    /// The runs this shard ran (indices into the experiment's run list), in order.
+    pub runs: Vec<usize>,
+    /// tcpfec version that ran it.
+    pub version: String,
+}
+
+/// File name of a shard's manifest.
+pub const MANIFEST: &str = "manifest.json";
+
+impl Manifest {
+    /// Writes `dir/manifest.json`.
+    pub fn write(&self, dir: &Path) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join(MANIFEST), text + "\n")
+            .map_err(|e| format!("{}: {e}", dir.display()))
+    }
+
+    /// Reads `dir/manifest.json`.
+    pub fn read(dir: &Path) -> Result<Manifest, String> {
+        let path = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "{}: {e} (not the output of `tcpfec reproduce --shard`?)",
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// FNV-1a over the experiment text, as 16 hex digits (stable across builds and machines).
+pub fn text_hash(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Checks that `manifests` (one per shard directory, named by `dirs`) are the shards of
+/// one experiment run, each run present exactly once; says what is wrong otherwise.
+pub fn check_complete(manifests: &[Manifest], dirs: &[String]) -> Result<(), String> {
+    let first = manifests
+        .first()
+        .ok_or("merge: no shard directories given")?;
+    for (m, dir) in manifests.iter().zip(dirs).skip(1) {
+        let same = m.experiment == first.experiment
+            && m.experiment_hash == first.experiment_hash
+            && m.quick == first.quick
+            && m.seeds == first.seeds
+            && m.total_runs == first.total_runs
+            && m.shards == first.shards;
+        if !same {
+            return Err(format!(
+                "merge: {dir} is a shard of another run ({} {}{}, {} runs, {} shards) than {} ({} {}{}, {} runs, {} shards)",
+                m.experiment, m.experiment_hash, if m.quick { " --quick" } else { "" }, m.total_runs, m.shards,
+                dirs[0], first.experiment, first.experiment_hash, if first.quick { " --quick" } else { "" }, first.total_runs, first.shards
+            ));
+        }
+        if m.version != first.version {
+            return Err(format!(
+                "merge: {dir} was run by tcpfec {} and {} by {}: results of different versions do not mix",
+                m.version, dirs[0], first.version
+            ));
+        }
+    }
+    let mut owner: Vec<Option<usize>> = vec![None; first.total_runs];
+    for (s, m) in manifests.iter().enumerate() {
+        for &r in &m.runs {
+            let slot = owner.get_mut(r).ok_or(format!(
+                "merge: {} lists run {r} of {}",
+                dirs[s], first.total_runs
+            ))?;
+            if let Some(other) = *slot {
+                return Err(format!(
+                    "merge: run {r} is in both {} and {} (a shard given twice?)",
+                    dirs[other], dirs[s]
+                ));
+            }
+            *slot = Some(s);
+        }
+    }
+    let missing: Vec<usize> = (0..first.total_runs)
+        .filter(|&r| owner[r].is_none())
+        .collect();
+    if !missing.is_empty() {
+        let have: Vec<String> = manifests
+            .iter()
+            .map(|m| format!("{}/{}", m.shard, m.shards))
+            .collect();
+        let absent: Vec<String> = (1..=first.shards)
+            .filter(|k| !manifests.iter().any(|m| m.shard == *k))
+            .map(|k| format!("{k}/{}", first.shards))
+            .collect();
+        return Err(format!(
+            "merge: {} of {} runs missing (first: {:?}); shards given: {}; missing shards: {}",
+            missing.len(),
+            first.total_runs,
+            &missing[..missing.len().min(5)],
+            have.join(", "),
+            absent.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_bad_ones_are_refused() {
+        assert_eq!("2/4".parse::<Shard>(), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["0/4", "5/4", "2", "a/b", "1/0"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+
+    fn manifest(shard: usize, runs: Vec<usize>) -> Manifest {
+        Manifest {
+            experiment: "x".into(),
+            experiment_hash: text_hash("x"),
+            quick: false,
+            seeds: None,
+            shard,
+            shards: 2,
+            total_runs: 4,
+            runs,
+            version: "1".into(),
+        }
+    }
+
+    #[test]
+    fn a_missing_or_doubled_run_and_a_foreign_shard_are_named() {
+        let dirs: Vec<String> = ["a", "b"].map(String::from).to_vec();
+        let ok = [manifest(1, vec![0, 3]), manifest(2, vec![1, 2])];
+        assert!(check_complete(&ok, &dirs).is_ok());
+        let e = check_complete(&[manifest(1, vec![0, 3])], &dirs[..1]).unwrap_err();
+        assert!(
+            e.contains("2 of 4 runs missing") && e.contains("missing shards: 2/2"),
+            "{e}"
+        );
+        let e =
+            check_complete(&[manifest(1, vec![0, 3]), manifest(1, vec![0, 3])], &dirs).unwrap_err();
+        assert!(e.contains("run 0 is in both a and b"), "{e}");
+        let mut other = manifest(2, vec![1, 2]);
+        other.experiment_hash = text_hash("y");
+        let e = check_complete(&[manifest(1, vec![0, 3]), other], &dirs).unwrap_err();
+        assert!(e.contains("b is a shard of another run"), "{e}");
+    }
+}
