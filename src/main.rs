@@ -79,6 +79,11 @@ enum Command {
         /// the shards with `tcpfec merge`. For job arrays (Slurm, Kubernetes).
         #[arg(long, value_name = "K/N")]
         shard: Option<shard::Shard>,
+        /// Without --shard: the shard comes from the job array, Slurm's
+        /// SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or a Kubernetes Indexed Job's
+        /// JOB_COMPLETION_INDEX, which needs this count of shards.
+        #[arg(long, value_name = "N", conflicts_with = "shard")]
+        shards: Option<usize>,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -475,6 +480,22 @@ fn schemes() {
     }
 }
 
+/// The shard to run: `--shard` as given, else the job array's task (see
+/// [`shard::from_job_array`]), said on stderr so a task's log shows which it ran.
+fn job_array_shard(
+    given: Option<shard::Shard>,
+    shards: Option<usize>,
+) -> Result<Option<shard::Shard>, String> {
+    if given.is_some() {
+        return Ok(given);
+    }
+    let found = shard::from_job_array(shards, |k| std::env::var(k).ok())?;
+    Ok(found.map(|(sh, from)| {
+        eprintln!("shard {}/{} from {from}", sh.index, sh.count);
+        sh
+    }))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -491,19 +512,23 @@ fn main() -> ExitCode {
             out,
             report_only,
             shard,
+            shards,
             quiet,
             max_runs,
             i_know,
-        } => reproduce::run(&reproduce::Options {
-            experiment,
-            quick,
-            seeds,
-            out,
-            report_only,
-            shard,
-            progress: !quiet && std::io::stderr().is_terminal(),
-            limits: sweep::Limits { max_runs, i_know },
-        }),
+        } => match job_array_shard(shard, shards) {
+            Err(e) => Err(e),
+            Ok(shard) => reproduce::run(&reproduce::Options {
+                experiment,
+                quick,
+                seeds,
+                out,
+                report_only,
+                shard,
+                progress: !quiet && std::io::stderr().is_terminal(),
+                limits: sweep::Limits { max_runs, i_know },
+            }),
+        },
         Command::Validate(opts) => validate::run(&opts),
         Command::Merge { dirs, out } => reproduce::merge(&dirs, out),
         Command::Calibrate {

@@ -58,6 +58,62 @@ pub fn select(runs: &[Run], shard: Shard) -> Vec<usize> {
     mine
 }
 
+/// The shard a job-array task runs when `--shard` is not given: Slurm's
+/// `SLURM_ARRAY_TASK_ID` (counted from `SLURM_ARRAY_TASK_MIN`, default 0) of
+/// `SLURM_ARRAY_TASK_COUNT` (or `shards`), or a Kubernetes Indexed Job's
+/// `JOB_COMPLETION_INDEX` (from 0) of `shards`, read only with `--shards` (any Indexed
+/// Job sets it). `None` outside a job array. `var` reads
+/// the environment (a parameter so that tests need not set it).
+pub fn from_job_array(
+    shards: Option<usize>,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Option<(Shard, &'static str)>, String> {
+    let number = |name: &str| -> Result<Option<usize>, String> {
+        var(name)
+            .map(|v| {
+                v.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("{name}={v}: not a number"))
+            })
+            .transpose()
+    };
+    let (index, count, source) = if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
+        let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+        let count = number("SLURM_ARRAY_TASK_COUNT")?
+            .or(shards)
+            .ok_or("SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor --shards")?;
+        let index = id.checked_sub(min).ok_or(format!(
+            "SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}"
+        ))?;
+        (index, count, "SLURM_ARRAY_TASK_ID")
+    } else if let (Some(index), Some(count)) = (number("JOB_COMPLETION_INDEX")?, shards) {
+        (index, count, "JOB_COMPLETION_INDEX")
+    } else {
+        return match shards {
+            Some(_) => Err("--shards needs a job array (SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX); use --shard K/N by hand".into()),
+            None => Ok(None),
+        };
+    };
+    if shards.is_some_and(|n| n != count) {
+        return Err(format!(
+            "--shards {} but the job array has {count} tasks",
+            shards.unwrap_or_default()
+        ));
+    }
+    if index >= count {
+        return Err(format!(
+            "{source} gives task {index} (from 0) of only {count}"
+        ));
+    }
+    Ok(Some((
+        Shard {
+            index: index + 1,
+            count,
+        },
+        source,
+    )))
+}
+
 /// What a shard's directory says about itself (`manifest.json`), so that a merge can
 /// check it belongs with the others.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -193,6 +249,49 @@ mod tests {
         for bad in ["0/4", "5/4", "2", "a/b", "1/0"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_job_array_task_finds_its_shard_in_the_environment() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        // Slurm array 1-4: task 3 is shard 3/4.
+        let slurm = env(&[
+            ("SLURM_ARRAY_TASK_ID", "3"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ]);
+        let (sh, from) = from_job_array(None, slurm).unwrap().unwrap();
+        assert_eq!(
+            (sh, from),
+            (Shard { index: 3, count: 4 }, "SLURM_ARRAY_TASK_ID")
+        );
+        // Kubernetes: index 0 of --shards 8 is shard 1/8; without --shards it is refused.
+        let k8s = env(&[("JOB_COMPLETION_INDEX", "0")]);
+        assert_eq!(
+            from_job_array(Some(8), k8s).unwrap().unwrap().0,
+            Shard { index: 1, count: 8 }
+        );
+        // Without --shards an Indexed Job's index is not read.
+        assert_eq!(
+            from_job_array(None, env(&[("JOB_COMPLETION_INDEX", "0")])).unwrap(),
+            None
+        );
+        // Out of range, a count that disagrees, and no array at all.
+        assert!(from_job_array(Some(2), env(&[("JOB_COMPLETION_INDEX", "2")])).is_err());
+        let slurm4 = env(&[
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ]);
+        assert!(from_job_array(Some(3), slurm4).is_err());
+        assert_eq!(from_job_array(None, env(&[])).unwrap(), None);
+        assert!(from_job_array(Some(4), env(&[])).is_err());
     }
 
     fn manifest(shard: usize, runs: Vec<usize>) -> Manifest {

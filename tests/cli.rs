@@ -5,6 +5,8 @@ use std::process::Command;
 fn tcpfec(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_tcpfec"))
         .args(args)
+        // A test run inside a Slurm job array must not shard the experiments it runs.
+        .env_remove("SLURM_ARRAY_TASK_ID")
         .output()
         .expect("run tcpfec")
 }
