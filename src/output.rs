@@ -169,51 +169,50 @@ pub fn read_csv(path: &Path, runs: &[crate::sweep::Run]) -> Result<Vec<Value>, S
                 header.len()
             ));
         }
+        let settings: Vec<(String, &str)> = run
+            .params
+            .iter()
+            .map(|(k, v)| (k.replace('-', "_"), v.as_str()))
+            .collect();
+        let seed = run.scenario.seed.to_string();
         let mut m = Map::new();
+        // The columns before `seed` are settings: each must read as this run has it (empty
+        // where the run has none), and so must the seed.
+        let mut in_settings = true;
         for (col, cell) in header.iter().zip(row) {
-            let is_setting = run.params.iter().any(|(k, _)| k.replace('-', "_") == *col);
+            in_settings &= col != "seed";
+            let want = if col == "seed" {
+                Some(seed.as_str())
+            } else if in_settings {
+                Some(settings.iter().find(|(k, _)| k == col).map_or("", |s| s.1))
+            } else {
+                None
+            };
+            if let Some(want) = want.filter(|w| w != cell) {
+                return Err(format!(
+                    "{}: row {} has {col} = {cell:?} where this experiment's run {} has {}",
+                    path.display(),
+                    i + 1,
+                    i + 1,
+                    if want.is_empty() {
+                        "none".into()
+                    } else {
+                        format!("{want:?}")
+                    }
+                ));
+            }
             // Whole numbers stay integers, so a rewritten file reads "1", not "1.0".
             let v = match (cell.parse::<u64>(), cell.parse::<f64>()) {
                 _ if cell.is_empty() => Value::Null,
-                _ if is_setting => json!(cell),
+                _ if in_settings => json!(cell),
                 (Ok(n), _) => json!(n),
                 (_, Ok(x)) => json!(x),
                 _ => json!(cell),
             };
             m.insert(col.clone(), v);
         }
-        let expected = run
-            .params
-            .iter()
-            .map(|(k, v)| (k.replace('-', "_"), v.clone()))
-            .chain([("seed".to_string(), run.scenario.seed.to_string())]);
-        for (col, want) in expected {
-            let Some(j) = header.iter().position(|c| *c == col) else {
-                m.insert(col, json!(want));
-                continue;
-            };
-            let got = row[j].as_str();
-            if got != want {
-                return Err(format!(
-                    "{}: row {} has {col} = {got:?} where this experiment's run {} has {want:?}",
-                    path.display(),
-                    i + 1,
-                    i + 1
-                ));
-            }
-        }
-        // A setting this run does not have must be empty in its row.
-        let settings = header.iter().take_while(|c| *c != "seed");
-        for (col, cell) in settings.zip(row) {
-            let unset = !run.params.iter().any(|(k, _)| k.replace('-', "_") == *col);
-            if unset && !cell.is_empty() {
-                return Err(format!(
-                    "{}: row {} has {col} = {cell:?} where this experiment's run {} has none",
-                    path.display(),
-                    i + 1,
-                    i + 1
-                ));
-            }
+        for (k, v) in settings {
+            m.entry(k).or_insert_with(|| json!(v));
         }
         records.push(Value::Object(m));
     }

@@ -161,9 +161,66 @@ pub struct Options {
     pub limits: Limits,
 }
 
-fn load(name: &str) -> Result<Experiment, String> {
+/// Experiment `name` and the hash of its text (shards of an edited file do not mix).
+fn load(name: &str) -> Result<(Experiment, String), String> {
     let text = source(name)?;
-    toml::from_str(&text).map_err(|e| format!("experiment '{name}': {}", e.message()))
+    let exp = toml::from_str(&text).map_err(|e| format!("experiment '{name}': {}", e.message()))?;
+    Ok((exp, crate::shard::text_hash(&text)))
+}
+
+/// An experiment expanded into its runs: what a whole run, a shard and a merge start from.
+struct Planned {
+    exp: Experiment,
+    /// Hash of the experiment's text.
+    hash: String,
+    seeds: u64,
+    /// The base settings in force (with `--quick`, the quick ones over them).
+    base: BTreeMap<String, String>,
+    runs: Vec<Run>,
+    /// Each figure's points, as indices into `runs`.
+    cells: Vec<Vec<Cell>>,
+    /// Output directory: `--out`, or `results/<id>`.
+    out: PathBuf,
+}
+
+/// Loads and plans the experiment `opts` names.
+fn prepare(opts: &Options) -> Result<Planned, String> {
+    let (exp, hash) = load(&opts.experiment)?;
+    let seeds = opts.seeds.unwrap_or(if opts.quick {
+        exp.quick_seeds
+    } else {
+        exp.seeds
+    });
+    let mut base = exp.base.clone();
+    if opts.quick {
+        base.extend(exp.quick_base.clone());
+    }
+    let (runs, cells) = plan(&exp, opts, seeds, &base)?;
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&exp.id));
+    Ok(Planned {
+        exp,
+        hash,
+        seeds,
+        base,
+        runs,
+        cells,
+        out,
+    })
+}
+
+/// Refuses to rebuild outputs without simulating (`from`: what they would come from)
+/// when a figure is a time series: its samples are kept only in memory.
+fn refuse_time_series(exp: &Experiment, from: &str) -> Result<(), String> {
+    match exp.figure.iter().find(|f| f.x == "time") {
+        Some(f) => Err(format!(
+            "{}: a time-series figure needs its samples, which {from} does not keep; run the experiment without --report-only or --shard",
+            f.id
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The text of experiment `name`: a built-in one, or the file at that path.
@@ -356,77 +413,53 @@ fn plan(
 
 /// Runs the experiment and writes its outputs.
 pub fn run(opts: &Options) -> Result<(), String> {
-    let exp = load(&opts.experiment)?;
-    let seeds = opts.seeds.unwrap_or(if opts.quick {
-        exp.quick_seeds
-    } else {
-        exp.seeds
-    });
-    let out = opts
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(&exp.id));
-    let mut base = exp.base.clone();
-    if opts.quick {
-        base.extend(exp.quick_base.clone());
-    }
-    let (runs, cells) = plan(&exp, opts, seeds, &base)?;
+    let p = prepare(opts)?;
     if let Some(shard) = opts.shard {
-        return run_shard(&exp, opts, runs, shard);
+        return run_shard(&p, opts, shard);
     }
-    opts.limits.check(&runs)?;
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    opts.limits.check(&p.runs)?;
+    let out = &p.out;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     eprintln!(
         "{}: {} runs ({} seeds per point){}",
-        exp.id,
-        runs.len(),
-        seeds,
+        p.exp.id,
+        p.runs.len(),
+        p.seeds,
         if opts.quick { ", quick" } else { "" }
     );
     let (records, outcomes) = if opts.report_only {
-        if let Some(f) = exp.figure.iter().find(|f| f.x == "time") {
-            return Err(format!(
-                "{}: a time-series figure needs its samples, which results.csv does not keep; run without --report-only",
-                f.id
-            ));
-        }
-        let records = crate::output::read_csv(&out.join("results.csv"), &runs)
+        refuse_time_series(&p.exp, "results.csv")?;
+        let records = crate::output::read_csv(&out.join("results.csv"), &p.runs)
             .map_err(|e| format!("{e}; run the experiment without --report-only"))?;
         // Rewritten with a column for every setting (older files lack some).
-        crate::output::write_results_csv(&out, runs.iter(), &records)
+        crate::output::write_results_csv(out, p.runs.iter(), &records)
             .map_err(|e| format!("{}: {e}", out.display()))?;
         (records, Vec::new())
     } else {
-        let outcomes = crate::runner::run_all(runs, opts.progress);
-        crate::output::write_csv(&out, &outcomes).map_err(|e| format!("{}: {e}", out.display()))?;
+        let outcomes = crate::runner::run_all(p.runs.clone(), opts.progress);
+        crate::output::write_csv(out, &outcomes).map_err(|e| format!("{}: {e}", out.display()))?;
         let records = outcomes.iter().map(crate::output::run_json).collect();
         (records, outcomes)
     };
-    write_outputs(&exp, opts, seeds, &base, &cells, &records, &outcomes, &out)
+    write_outputs(&p, opts, &records, &outcomes)
 }
 
 /// Runs one shard of the experiment: its rows, `flows.csv` with experiment-wide run
 /// numbers, and the manifest `tcpfec merge` checks, in `--out` (default
 /// `results/<id>/shard-K-of-N`).
-fn run_shard(
-    exp: &Experiment,
-    opts: &Options,
-    runs: Vec<Run>,
-    shard: crate::shard::Shard,
-) -> Result<(), String> {
-    let total = runs.len();
-    let ids = crate::shard::select(&runs, shard);
-    let mine: Vec<Run> = ids.iter().map(|&i| runs[i].clone()).collect();
+fn run_shard(p: &Planned, opts: &Options, shard: crate::shard::Shard) -> Result<(), String> {
+    let total = p.runs.len();
+    let ids = crate::shard::select(&p.runs, shard);
+    let mine: Vec<Run> = ids.iter().map(|&i| p.runs[i].clone()).collect();
     opts.limits.check(&mine)?;
     let out = opts.out.clone().unwrap_or_else(|| {
-        PathBuf::from("results")
-            .join(&exp.id)
+        p.out
             .join(format!("shard-{}-of-{}", shard.index, shard.count))
     });
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     eprintln!(
         "{}: shard {}/{}: {} of {} runs",
-        exp.id,
+        p.exp.id,
         shard.index,
         shard.count,
         mine.len(),
@@ -437,7 +470,7 @@ fn run_shard(
         .map_err(|e| format!("{}: {e}", out.display()))?;
     crate::shard::Manifest {
         experiment: opts.experiment.clone(),
-        experiment_hash: crate::shard::text_hash(&source(&opts.experiment)?),
+        experiment_hash: p.hash.clone(),
         quick: opts.quick,
         seeds: opts.seeds,
         shard: shard.index,
@@ -466,15 +499,6 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()?;
     crate::shard::check_complete(&manifests, &names)?;
     let m = &manifests[0];
-    let text = source(&m.experiment)?;
-    if crate::shard::text_hash(&text) != m.experiment_hash {
-        return Err(format!(
-            "merge: the experiment '{}' has changed since the shards ran (hash {} now, {} then)",
-            m.experiment,
-            crate::shard::text_hash(&text),
-            m.experiment_hash
-        ));
-    }
     let opts = Options {
         experiment: m.experiment.clone(),
         quick: m.quick,
@@ -488,30 +512,22 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), String> {
             i_know: true,
         },
     };
-    let exp = load(&opts.experiment)?;
-    let seeds = opts.seeds.unwrap_or(if opts.quick {
-        exp.quick_seeds
-    } else {
-        exp.seeds
-    });
-    let mut base = exp.base.clone();
-    if opts.quick {
-        base.extend(exp.quick_base.clone());
+    let p = prepare(&opts)?;
+    if p.hash != m.experiment_hash {
+        return Err(format!(
+            "merge: the experiment '{}' has changed since the shards ran (hash {} now, {} then)",
+            m.experiment, p.hash, m.experiment_hash
+        ));
     }
-    let (runs, cells) = plan(&exp, &opts, seeds, &base)?;
-    if runs.len() != m.total_runs {
+    if p.runs.len() != m.total_runs {
         return Err(format!(
             "merge: the experiment has {} runs now, the shards {}",
-            runs.len(),
+            p.runs.len(),
             m.total_runs
         ));
     }
-    if let Some(f) = exp.figure.iter().find(|f| f.x == "time") {
-        return Err(format!(
-            "merge: {}: a time-series figure needs its samples, which shards do not keep",
-            f.id
-        ));
-    }
+    refuse_time_series(&p.exp, "a shard")?;
+    let runs = &p.runs;
     let mut records = vec![serde_json::Value::Null; runs.len()];
     let mut flows: Vec<(usize, usize, String)> = Vec::new();
     for (dir, man) in dirs.iter().zip(&manifests) {
@@ -532,12 +548,9 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), String> {
             flows.push((run, flows.len(), line.to_string()));
         }
     }
-    let out = opts
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(&exp.id));
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    crate::output::write_results_csv(&out, runs.iter(), &records)
+    let out = &p.out;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    crate::output::write_results_csv(out, runs.iter(), &records)
         .map_err(|e| format!("{}: {e}", out.display()))?;
     // Flows in run order; a run's flows keep their order.
     flows.sort_by_key(|&(run, at, _)| (run, at));
@@ -547,22 +560,31 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), String> {
         f.push('\n');
     }
     std::fs::write(out.join("flows.csv"), f).map_err(|e| format!("{}: {e}", out.display()))?;
-    eprintln!("{}: {} runs from {} shards", exp.id, runs.len(), dirs.len());
-    write_outputs(&exp, &opts, seeds, &base, &cells, &records, &[], &out)
+    eprintln!(
+        "{}: {} runs from {} shards",
+        p.exp.id,
+        runs.len(),
+        dirs.len()
+    );
+    write_outputs(&p, &opts, &records, &[])
 }
 
-/// Figures, figure CSVs and `report.md` of an experiment from its runs' records.
-#[allow(clippy::too_many_arguments)]
+/// Figures, figure CSVs and `report.md` of an experiment from its runs' records (a
+/// time-series figure reads the samples of `outcomes`), into `p.out`.
 fn write_outputs(
-    exp: &Experiment,
+    p: &Planned,
     opts: &Options,
-    seeds: u64,
-    base: &BTreeMap<String, String>,
-    cells: &[Vec<Cell>],
     records: &[serde_json::Value],
     outcomes: &[Outcome],
-    out: &Path,
 ) -> Result<(), String> {
+    let Planned {
+        exp,
+        seeds,
+        base,
+        cells,
+        out,
+        ..
+    } = p;
     let mut report = String::new();
     let _ = writeln!(report, "# {}\n", exp.title);
     let _ = writeln!(
@@ -1120,7 +1142,6 @@ mod tests {
     use crate::sweep::SweepSize;
 
     fn size_of(id: &str, quick: bool) -> SweepSize {
-        let exp = load(id).unwrap();
         let opts = Options {
             experiment: id.into(),
             quick,
@@ -1131,14 +1152,9 @@ mod tests {
             progress: false,
             limits: Limits::default(),
         };
-        let seeds = if quick { exp.quick_seeds } else { exp.seeds };
-        let mut base = exp.base.clone();
-        if quick {
-            base.extend(exp.quick_base.clone());
-        }
-        let (runs, _) = plan(&exp, &opts, seeds, &base).unwrap();
-        opts.limits.check(&runs).unwrap();
-        SweepSize::of(&runs)
+        let p = prepare(&opts).unwrap();
+        opts.limits.check(&p.runs).unwrap();
+        SweepSize::of(&p.runs)
     }
 
     #[test]

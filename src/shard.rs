@@ -62,8 +62,8 @@ pub fn select(runs: &[Run], shard: Shard) -> Vec<usize> {
 /// `SLURM_ARRAY_TASK_ID` (counted from `SLURM_ARRAY_TASK_MIN`, default 0) of
 /// `SLURM_ARRAY_TASK_COUNT` (or `shards`), or a Kubernetes Indexed Job's
 /// `JOB_COMPLETION_INDEX` (from 0) of `shards`, read only with `--shards` (any Indexed
-/// Job sets it). `None` outside a job array. `var` reads
-/// the environment (a parameter so that tests need not set it).
+/// Job sets it). `None` outside a job array. `var` reads the environment (a parameter
+/// so that tests need not set it).
 pub fn from_job_array(
     shards: Option<usize>,
     var: impl Fn(&str) -> Option<String>,
@@ -272,7 +272,7 @@ mod tests {
             (sh, from),
             (Shard { index: 3, count: 4 }, "SLURM_ARRAY_TASK_ID")
         );
-        // Kubernetes: index 0 of --shards 8 is shard 1/8; without --shards it is refused.
+        // Kubernetes: index 0 of --shards 8 is shard 1/8.
         let k8s = env(&[("JOB_COMPLETION_INDEX", "0")]);
         assert_eq!(
             from_job_array(Some(8), k8s).unwrap().unwrap().0,

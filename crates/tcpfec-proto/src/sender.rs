@@ -1130,37 +1130,14 @@ mod congestion_report_tests {
         s
     }
 
-    /// An ACK of segment `ack` carrying receiver counters with `congestion_lost`.
-    fn ack(s: &mut Sender, ack: u64, received: u32, congestion_lost: u32) {
-        let at = Instant::from_nanos(100_000_000 + ack * 1_000_000);
-        s.on_ack(
-            at,
-            &AckInfo {
-                ack,
-                window: u32::MAX,
-                ts_ecr: 0,
-                sack: &[],
-                ece: false,
-                pure: true,
-                fec_feedback: Some(FecFeedback {
-                    received,
-                    loss: Some(LossCounters {
-                        congestion_lost,
-                        ..LossCounters::default()
-                    }),
-                    ..FecFeedback::default()
-                }),
-            },
-        );
-    }
-
-    /// Full segments the rate samples count as lost.
-    fn declared_lost(s: &Sender) -> u64 {
-        s.sb.rate.lost() / s.mss as u64
-    }
-
-    /// A plain cumulative ACK of `ack` at `at`, with or without ECN-Echo; nothing polled.
-    fn ack_only(s: &mut Sender, at: Instant, ack: u64, ece: bool) {
+    /// A pure cumulative ACK of `ack` at `at`, with ECN-Echo and receiver counters as given.
+    fn ack_with(
+        s: &mut Sender,
+        at: Instant,
+        ack: u64,
+        ece: bool,
+        fec_feedback: Option<FecFeedback>,
+    ) {
         s.on_ack(
             at,
             &AckInfo {
@@ -1170,9 +1147,33 @@ mod congestion_report_tests {
                 sack: &[],
                 ece,
                 pure: true,
-                fec_feedback: None,
+                fec_feedback,
             },
         );
+    }
+
+    /// An ACK of segment `ack` carrying receiver counters with `congestion_lost`.
+    fn ack(s: &mut Sender, ack: u64, received: u32, congestion_lost: u32) {
+        let at = Instant::from_nanos(100_000_000 + ack * 1_000_000);
+        let counters = FecFeedback {
+            received,
+            loss: Some(LossCounters {
+                congestion_lost,
+                ..LossCounters::default()
+            }),
+            ..FecFeedback::default()
+        };
+        ack_with(s, at, ack, false, Some(counters));
+    }
+
+    /// Full segments the rate samples count as lost.
+    fn declared_lost(s: &Sender) -> u64 {
+        s.sb.rate.lost() / s.mss as u64
+    }
+
+    /// A plain cumulative ACK of `ack` at `at`, with or without ECN-Echo; nothing polled.
+    fn ack_only(s: &mut Sender, at: Instant, ack: u64, ece: bool) {
+        ack_with(s, at, ack, ece, None);
     }
 
     /// [`ack_only`], then everything the sender will send at `at`.
