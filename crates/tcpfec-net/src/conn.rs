@@ -1,9 +1,9 @@
 //! One connection as the driver sees it: the client's handshake in progress, then the
 //! engine with its packet protection, replay window, pacer and liveness timers.
 
+use crate::config::EndpointConfig;
 use crate::control::{self, Control};
 use crate::crypto::Sealer;
-use crate::endpoint::Shared;
 use crate::envelope::{self, DATA_HEADER};
 use crate::error::NetError;
 use crate::pacer::Pacer;
@@ -176,7 +176,13 @@ impl Conn {
     /// Client: the server's cookie. Only the first Retry counts: answering a second one
     /// (provoked by our own repeated Initial) would start a second handshake the server
     /// does not know.
-    pub(crate) fn on_retry(&mut self, shared: &Shared, now: Instant, own_id: u32, token: &[u8]) {
+    pub(crate) fn on_retry(
+        &mut self,
+        cfg: &EndpointConfig,
+        now: Instant,
+        own_id: u32,
+        token: &[u8],
+    ) {
         let Phase::Hello {
             initial,
             payload,
@@ -193,19 +199,18 @@ impl Conn {
         }
         *cookie_seen = true;
         // The same message 1 again, now with the token: the Noise state stays as it is.
-        *initial = envelope::initial(
-            shared.cfg.key.is_some(),
-            shared.cfg.cipher,
-            own_id,
-            token,
-            payload,
-        );
+        *initial = envelope::initial(cfg.key.is_some(), cfg.cipher, own_id, token, payload);
         *tries = 0;
         *next = now;
     }
 
     /// Client: the server's handshake answer. Returns false if it did not authenticate.
-    pub(crate) fn on_handshake(&mut self, shared: &Shared, now: Instant, payload: &[u8]) -> bool {
+    pub(crate) fn on_handshake(
+        &mut self,
+        cfg: &EndpointConfig,
+        now: Instant,
+        payload: &[u8],
+    ) -> bool {
         let Phase::Hello {
             hs, tries, sent, ..
         } = &mut self.phase
@@ -226,16 +231,16 @@ impl Conn {
                     return false;
                 }
             },
-            None if shared.cfg.key.is_none() => (ServerParams::decode(payload), Sealer::insecure()),
+            None if cfg.key.is_none() => (ServerParams::decode(payload), Sealer::insecure()),
             None => return false, // an answer before we sent message 1
         };
         let Some(params) = params else {
             self.fail_hello(NetError::BadParams);
             return true;
         };
-        let scheme = crate::params::engine_scheme(&shared.cfg.scheme, &params.send);
+        let scheme = crate::params::engine_scheme(&cfg.scheme, &params.send);
         let peer = params.opening.to_peer(rtt);
-        let mut engine = Engine::established(shared.cfg.engine_config(scheme), &params.send, &peer);
+        let mut engine = Engine::established(cfg.engine_config(scheme), &params.send, &peer);
         engine.set_peer_conn_id(params.server_id);
         self.peer_id = params.server_id;
         self.last_recv = now;
@@ -428,7 +433,7 @@ impl Conn {
     /// the connection can be forgotten.
     pub(crate) fn poll(
         &mut self,
-        shared: &Shared,
+        cfg: &EndpointConfig,
         now: Instant,
         out: &mut Vec<(SocketAddr, Vec<u8>)>,
         stats: &mut EndpointStats,
@@ -447,7 +452,7 @@ impl Conn {
                 if now >= *deadline {
                     let e = NetError::NoAnswer {
                         peer: self.peer,
-                        waited: shared.cfg.handshake_timeout,
+                        waited: cfg.handshake_timeout,
                         cookie_seen: *cookie_seen,
                     };
                     self.fail_hello(e);
@@ -474,7 +479,7 @@ impl Conn {
             // engine's output waits (the client speaks first, at once, see `announce`).
             return (Some(u.deadline), false);
         }
-        let idle = shared.cfg.idle_timeout;
+        let idle = cfg.idle_timeout;
         if let Some(msg) = self.close.take() {
             self.send_close(&msg, out, stats);
         }

@@ -2,183 +2,32 @@
 //! driver task that feeds datagrams and timers to the engines and sends what they produce.
 //!
 //! All connection state sits behind one mutex shared by the driver and the [`Stream`]
-//! handles; the driver never holds it across an `await`.
+//! handles ([`crate::shared`]); the driver never holds it across an `await`.
 
 use crate::clock::Clock;
 use crate::conn::{Conn, Phase, Unvalidated};
 use crate::cookie::CookieJar;
-use crate::crypto::{self, Cipher, Sealer};
+use crate::crypto::{self, Sealer};
 use crate::envelope::{self, Envelope, RejectReason};
 use crate::error::NetError;
 use crate::gro;
 use crate::gso;
-use crate::key::Psk;
 use crate::params::{ClientParams, Opening, ServerParams};
 use crate::shard::{self, Shard};
+use crate::shared::{Accepted, Shared, State};
 use crate::stats::EndpointStats;
 use crate::stream::Stream;
 use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tcpfec_proto::{Config, Endpoint as Engine, Instant, Scheme};
+use tcpfec_proto::{Endpoint as Engine, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-/// Largest engine payload per datagram. With the 40-byte engine header, up to 4 SACK
-/// blocks (66; the engine sends 3 by default, which leaves room for the 4 more bytes of a
-/// retransmission group's FEC option), the FEC group (15) and repair (6) options, the
-/// 13-byte envelope and the
-/// 16-byte tag, a datagram is at most 1316 + 156 = 1472 bytes: one IPv4 packet on a
-/// 1500-byte MTU path.
-pub const DEFAULT_MSS: u16 = 1316;
-
-/// Longest retransmission timeout over real networks (see `EndpointConfig::new`).
-pub const MAX_RTO: Duration = Duration::from_secs(3);
-
-/// How an endpoint behaves.
-#[derive(Debug, Clone)]
-pub struct EndpointConfig {
-    /// The pre-shared key; `None` runs without encryption or authentication.
-    pub key: Option<Psk>,
-    /// The scheme this side sends with.
-    pub scheme: Scheme,
-    /// Client: the AEAD to ask for (a server uses the one each client names).
-    pub cipher: Cipher,
-    /// Client only: the scheme to ask the server to send with (`None`: the server's choice).
-    pub peer_scheme: Option<Scheme>,
-    /// An open connection fails when nothing authentic arrives for this long.
-    pub idle_timeout: Duration,
-    /// A connect attempt fails when the handshake has not completed after this long.
-    pub handshake_timeout: Duration,
-    /// Server: when to answer a first Initial with a Retry (address validation by cookie)
-    /// instead of the handshake.
-    pub retry: RetryPolicy,
-    /// Engine settings (the scheme and MSS fields are overridden from this struct).
-    pub engine: Config,
-}
-
-impl EndpointConfig {
-    /// Settings for real networks with the given key and sending scheme.
-    pub fn new(key: Option<Psk>, scheme: Scheme) -> Self {
-        EndpointConfig {
-            key,
-            scheme,
-            cipher: Cipher::preferred(),
-            peer_scheme: None,
-            idle_timeout: Duration::from_secs(10),
-            handshake_timeout: Duration::from_secs(5),
-            retry: RetryPolicy::WhenBusy,
-            engine: Config {
-                mss: DEFAULT_MSS,
-                // RFC 6928's initial window: a real path is worth probing faster than the
-                // papers' 2 segments.
-                initial_window: 10,
-                // RFC 6298's RTO is SRTT + max(G, 4·RTTVAR). On a steady path RTTVAR decays
-                // to almost nothing, and a real host delays ACKs by milliseconds (a busy
-                // CPU, batching): with G = 1 ms every such hiccup fires a spurious timeout.
-                // A 200 ms floor on the variance term is what Linux effectively applies
-                // (its minimum RTO bounds the RTTVAR term, not the sum).
-                clock_granularity: Duration::from_millis(200),
-                // Back off no further than 3 s: after an outage (a blackout, a relay
-                // restart) the next retransmission, and with it the transfer, resumes
-                // within 3 s of the path's return instead of up to a minute later. Liveness
-                // is the idle timeout's job, not the RTO's.
-                max_rto: MAX_RTO,
-                ..Config::default()
-            },
-        }
-    }
-
-    pub(crate) fn engine_config(&self, scheme: &Scheme) -> Config {
-        Config {
-            scheme: scheme.clone(),
-            ..self.engine.clone()
-        }
-    }
-}
-
-/// When a server asks a client to prove its address with a cookie round trip (Retry)
-/// before the handshake, as QUIC servers do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryPolicy {
-    /// Only while [`MAX_UNVALIDATED`] connections wait for their clients' first authentic
-    /// packet: a flood of spoofed Initials then costs the server no more state, and real
-    /// clients one round trip more.
-    WhenBusy,
-    /// For every connection (one more round trip each).
-    Always,
-}
-
-/// Server connections opened without a token whose client has not yet proven its
-/// address; beyond this, new clients get a Retry first.
-pub const MAX_UNVALIDATED: usize = 64;
-
-/// State shared by the driver task and the stream handles.
-pub(crate) struct Shared {
-    pub(crate) state: Mutex<State>,
-    pub(crate) notify: Notify,
-    pub(crate) clock: Clock,
-    pub(crate) cfg: EndpointConfig,
-    socket: UdpSocket,
-    /// The kernel coalesces received datagrams on `socket` ([`gro`]).
-    gro: bool,
-    /// Driver rounds whose datagrams have all been handed to the socket.
-    rounds: AtomicU64,
-    /// This endpoint's place among the server's shards ([`shard`]).
-    pub(crate) shard: Shard,
-    /// Server connections without a proven client address beyond which new clients get a
-    /// Retry: this shard's part of [`MAX_UNVALIDATED`].
-    max_unvalidated: usize,
-}
-
-impl Shared {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// Everything behind the mutex.
-pub(crate) struct State {
-    pub(crate) conns: HashMap<u32, Conn>,
-    /// Server: (client address, client id) → local id, to answer repeated Initials.
-    by_client: HashMap<(SocketAddr, u32), u32>,
-    accept_tx: Option<mpsc::UnboundedSender<Stream>>,
-    jar: CookieJar,
-    pub(crate) stats: EndpointStats,
-    /// Datagrams waiting to be sent.
-    pub(crate) outbox: Vec<(SocketAddr, Vec<u8>)>,
-    /// Server: connections accepted whose streams are handed out once the lock is released
-    /// (a stream dropped under the lock would deadlock in its `Drop`).
-    accepted: Vec<(u32, SocketAddr)>,
-    /// Server connections whose client's address is not proven yet.
-    unvalidated: usize,
-    closing: bool,
-}
-
-impl State {
-    /// An unused connection id that belongs to `shard`.
-    fn fresh_id(&self, shard: &Shard) -> u32 {
-        loop {
-            let mut b = [0u8; 4];
-            getrandom::getrandom(&mut b).expect("OS random source");
-            let Some(id) = shard.claim(u32::from_be_bytes(b)) else {
-                continue;
-            };
-            if id != 0 && !self.conns.contains_key(&id) {
-                return id;
-            }
-        }
-    }
-
-    pub(crate) fn push(&mut self, to: SocketAddr, d: Vec<u8>) {
-        self.stats.datagrams_out += 1;
-        self.stats.bytes_out += d.len() as u64;
-        self.outbox.push((to, d));
-    }
-}
+pub use crate::config::{EndpointConfig, RetryPolicy, DEFAULT_MSS, MAX_RTO, MAX_UNVALIDATED};
 
 /// A tcpfec endpoint: connects out, accepts in (if a server), or both. It has one UDP
 /// socket, or, for a server asked for several shards, one per shard on the same port
@@ -187,7 +36,7 @@ impl State {
 pub struct Endpoint {
     /// The shards; a client and a one-shard server have exactly one.
     shards: Vec<Arc<Shared>>,
-    accept_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Stream>>,
+    accept_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Accepted>>,
     drivers: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -228,6 +77,7 @@ impl Endpoint {
             .map(|(index, socket)| {
                 crate::sockopt::grow_buffers(&socket);
                 let gro = gro::enable(&socket);
+                let notify = Arc::new(Notify::new());
                 Arc::new(Shared {
                     state: Mutex::new(State {
                         conns: HashMap::new(),
@@ -240,19 +90,20 @@ impl Endpoint {
                         unvalidated: 0,
                         closing: false,
                     }),
-                    notify: Notify::new(),
+                    notify: notify.clone(),
                     clock: Clock::new(),
                     cfg: cfg.clone(),
                     socket,
                     gro,
                     rounds: AtomicU64::new(0),
-                    shard: Shard::new(index, count),
+                    shard: Arc::new(Shard::new(index, count, notify)),
                     max_unvalidated: MAX_UNVALIDATED.div_ceil(count),
                 })
             })
             .collect();
         for s in &shards {
-            s.shard.join(shards.iter().map(Arc::downgrade).collect());
+            s.shard
+                .join(shards.iter().map(|s| Arc::downgrade(&s.shard)).collect());
         }
         let drivers = shards
             .iter()
@@ -291,7 +142,8 @@ impl Endpoint {
 
     /// Waits for the next incoming connection (servers only; `None` otherwise).
     pub async fn accept(&self) -> Option<Stream> {
-        self.accept_rx.lock().await.recv().await
+        let (shared, id, peer) = self.accept_rx.lock().await.recv().await?;
+        Some(Stream::new(shared, id, peer))
     }
 
     /// Opens a connection to `peer`: the handshake (after a cookie round trip if the
@@ -502,7 +354,7 @@ async fn drive(shared: Arc<Shared>) {
         };
         for (id, peer) in accepted {
             if let Some(tx) = &accept_tx {
-                let _ = tx.send(Stream::new(shared.clone(), id, peer));
+                let _ = tx.send((shared.clone(), id, peer));
             }
         }
         send_batch(&shared.socket, &batch).await;
@@ -585,7 +437,7 @@ fn poll_all(shared: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
         ..
     } = st;
     for (&id, c) in conns.iter_mut() {
-        let (t, remove) = c.poll(shared, now, outbox, stats);
+        let (t, remove) = c.poll(&shared.cfg, now, outbox, stats);
         if let Some(t) = t {
             next = Some(next.map_or(t, |n: Instant| n.min(t)));
         }
@@ -640,14 +492,14 @@ fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAd
                 st.stats.unexpected += 1;
                 return;
             };
-            c.on_retry(shared, now, client_id, token);
+            c.on_retry(&shared.cfg, now, client_id, token);
         }
         Envelope::Handshake { client_id, payload } => {
             let Some(c) = st.conns.get_mut(&client_id).filter(|c| c.peer == from) else {
                 st.stats.unexpected += 1;
                 return;
             };
-            if !c.on_handshake(shared, now, payload) {
+            if !c.on_handshake(&shared.cfg, now, payload) {
                 st.stats.auth_failed += 1;
             }
         }
@@ -699,7 +551,7 @@ fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAd
                 accepted.push((dst_id, c.peer));
             }
             if gap {
-                let _ = c.poll(shared, now, outbox, stats);
+                let _ = c.poll(&shared.cfg, now, outbox, stats);
             }
         }
     }

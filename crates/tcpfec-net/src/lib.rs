@@ -8,6 +8,7 @@
 //! impairment relay ([`relay`]). `docs/net.md` describes the formats.
 
 pub mod clock;
+pub mod config;
 mod conn;
 pub mod control;
 pub mod cookie;
@@ -28,6 +29,7 @@ pub mod printable;
 pub mod relay;
 pub mod replay;
 mod shard;
+mod shared;
 mod sockopt;
 pub mod stats;
 pub mod store;

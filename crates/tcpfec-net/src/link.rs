@@ -7,8 +7,8 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tcpfec_sim::loss::{LossModel, LossSpec};
-use tcpfec_sim::rng::Rng;
+use tcpfec_channel::Rng;
+use tcpfec_channel::{LossModel, LossSpec};
 
 /// Default bound on the bytes one direction holds (queued and propagating): 1 Gb/s times
 /// a quarter of a second, far above any queue worth emulating, far below a memory problem.

@@ -11,10 +11,9 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio::net::UdpSocket;
-
-use crate::endpoint::Shared;
+use tokio::sync::Notify;
 
 /// Binds `count` sockets to `addr`. One socket is bound plainly; several share the port
 /// with `SO_REUSEPORT`. The address is first bound without the option, so an address in
@@ -47,23 +46,26 @@ pub(crate) struct Shard {
     count: u32,
     /// Datagrams another shard received for one of this shard's connections.
     inbox: Mutex<Vec<(SocketAddr, Vec<u8>)>>,
+    /// Wakes this shard's driver task when a datagram lands in its inbox.
+    wake: Arc<Notify>,
     /// Every shard of the endpoint, by index (weak: the endpoint owns them).
-    siblings: OnceLock<Vec<Weak<Shared>>>,
+    siblings: OnceLock<Vec<Weak<Shard>>>,
 }
 
 impl Shard {
-    /// Shard `index` of `count`.
-    pub(crate) fn new(index: usize, count: usize) -> Self {
+    /// Shard `index` of `count`, whose driver task waits on `wake`.
+    pub(crate) fn new(index: usize, count: usize, wake: Arc<Notify>) -> Self {
         Shard {
             index: index as u32,
             count: count as u32,
             inbox: Mutex::new(Vec::new()),
+            wake,
             siblings: OnceLock::new(),
         }
     }
 
     /// Tells the shard where its siblings are (once, after all are built).
-    pub(crate) fn join(&self, all: Vec<Weak<Shared>>) {
+    pub(crate) fn join(&self, all: Vec<Weak<Shard>>) {
         let _ = self.siblings.set(all);
     }
 
@@ -93,12 +95,11 @@ impl Shard {
             return false;
         };
         owner
-            .shard
             .inbox
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((from, datagram.to_vec()));
-        owner.notify.notify_one();
+        owner.wake.notify_one();
         true
     }
 
@@ -114,7 +115,9 @@ mod tests {
 
     #[test]
     fn claimed_ids_belong_to_their_shard_and_only_to_it() {
-        let shards: Vec<Shard> = (0..3).map(|i| Shard::new(i, 3)).collect();
+        let shards: Vec<Shard> = (0..3)
+            .map(|i| Shard::new(i, 3, Arc::new(Notify::new())))
+            .collect();
         for random in [0u32, 1, 2, 3, 1000, 0xffff_fffd, 0xffff_fffe, u32::MAX] {
             for (i, s) in shards.iter().enumerate() {
                 if let Some(id) = s.claim(random) {
@@ -130,7 +133,7 @@ mod tests {
 
     #[test]
     fn one_shard_owns_every_id_unchanged() {
-        let s = Shard::new(0, 1);
+        let s = Shard::new(0, 1, Arc::new(Notify::new()));
         for random in [0u32, 7, u32::MAX] {
             assert_eq!(s.claim(random), Some(random));
             assert!(s.owns(random));

@@ -1,8 +1,8 @@
 //! [`Stream`]: one tcpfec connection as a tokio byte stream, usable wherever a `TcpStream`
 //! is (`AsyncRead` + `AsyncWrite`, `tokio::io::copy`, `split`, …).
 
-use crate::endpoint::Shared;
 use crate::error::NetError;
+use crate::shared::Shared;
 use bytes::Bytes;
 use std::io;
 use std::net::SocketAddr;

@@ -8,9 +8,9 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use tcpfec_channel::LossSpec;
 use tcpfec_net::emu::{self, EmuConfig, Emulator};
 use tcpfec_net::link::{LinkSpec, DEFAULT_MAX_BYTES};
-use tcpfec_sim::LossSpec;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 

@@ -7,8 +7,8 @@ mod common;
 
 use common::{client, config, relay, server};
 use std::time::{Duration, Instant};
+use tcpfec_channel::LossSpec;
 use tcpfec_net::{Psk, RetryPolicy};
-use tcpfec_sim::LossSpec;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// One-way delay of the relay: a round trip of 100 ms.

@@ -8,9 +8,9 @@ use common::{client, config, data, relay, relay_on, server};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tcpfec_channel::LossSpec;
 use tcpfec_net::relay::Relay;
 use tcpfec_net::{EndpointConfig, Psk, DEFAULT_SCHEME};
-use tcpfec_sim::LossSpec;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 

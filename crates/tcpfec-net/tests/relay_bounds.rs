@@ -6,8 +6,8 @@ mod common;
 
 use common::any;
 use std::time::Duration;
+use tcpfec_channel::LossSpec;
 use tcpfec_net::relay::{LinkSpec, Relay, RelayConfig, DEFAULT_MAX_BYTES};
-use tcpfec_sim::LossSpec;
 use tokio::net::UdpSocket;
 
 const CAP: usize = 256;

@@ -5,8 +5,8 @@ mod common;
 
 use common::{client, config, data, relay, server};
 use std::time::{Duration, Instant};
+use tcpfec_channel::LossSpec;
 use tcpfec_net::{Psk, DEFAULT_SCHEME};
-use tcpfec_sim::LossSpec;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const LEN: usize = 50_000_000;

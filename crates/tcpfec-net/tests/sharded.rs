@@ -7,8 +7,8 @@ mod common;
 use common::{any, client, config, data, relay, relay_on};
 use std::sync::Arc;
 use std::time::Duration;
+use tcpfec_channel::LossSpec;
 use tcpfec_net::{Endpoint, Psk};
-use tcpfec_sim::LossSpec;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CLIENTS: usize = 20;

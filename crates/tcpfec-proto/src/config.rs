@@ -2,7 +2,6 @@
 
 use crate::cc::CcKind;
 use crate::fec::{Adaptive, AfecParams, DynamicFec, FecConfig, GroupPolicy, TfecParams};
-use crate::fectcp::FectcpParams;
 use core::time::Duration;
 
 /// How lost segments are detected and repaired once duplicate ACKs arrive.
@@ -453,6 +452,26 @@ fn parse_ferlin(name: &str) -> Result<Scheme, String> {
         fountain: None,
         tail_loss_probe: false,
     })
+}
+
+// FECTCP's parameters live with the configuration that carries them, so the protocol
+// module depends on the configuration and not the other way round.
+/// FECTCP's parameters (B2).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FectcpParams {
+    /// β of the symbol timer (1 + β)(sRTT + σ_RTT); 0.3 in the paper.
+    pub beta: f64,
+    /// α of sRTT ← α·sRTT + (1 − α)·mean RTT (the paper leaves it open: 0.875, choice).
+    pub alpha: f64,
+}
+
+impl Default for FectcpParams {
+    fn default() -> Self {
+        FectcpParams {
+            beta: 0.3,
+            alpha: 0.875,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! Like [`crate::Connection`] this is sans-IO: packets, time and application data are
 //! handed in and out by the driver; [`crate::Endpoint`] adds the byte-level entry points.
 
-use crate::config::Config;
+use crate::config::{Config, FectcpParams};
 use crate::fec::fountain::{max_block, parameters, FountainDecoder, FountainEncoder};
 use crate::rtt::RttEstimator;
 use crate::stats::Stats;
@@ -22,24 +22,6 @@ use crate::wire::{Flags, Packet, TransferInfo};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
-
-/// FECTCP's parameters (B2).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FectcpParams {
-    /// β of the symbol timer (1 + β)(sRTT + σ_RTT); 0.3 in the paper.
-    pub beta: f64,
-    /// α of sRTT ← α·sRTT + (1 − α)·mean RTT (the paper leaves it open: 0.875, choice).
-    pub alpha: f64,
-}
-
-impl Default for FectcpParams {
-    fn default() -> Self {
-        FectcpParams {
-            beta: 0.3,
-            alpha: 0.875,
-        }
-    }
-}
 
 /// The sending half: the block being transferred and the window.
 #[derive(Debug)]

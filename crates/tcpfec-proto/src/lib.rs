@@ -22,10 +22,10 @@ pub mod time;
 mod tlp;
 pub mod wire;
 
-pub use config::{Config, Recovery, Scheme, BASELINE_SCHEMES, FEC_SCHEMES};
+pub use config::{Config, FectcpParams, Recovery, Scheme, BASELINE_SCHEMES, FEC_SCHEMES};
 pub use connection::{ConnError, Connection, PeerOpening, State};
 pub use endpoint::Endpoint;
-pub use fectcp::{Fectcp, FectcpParams};
+pub use fectcp::Fectcp;
 pub use stats::Stats;
 pub use time::Instant;
 pub use wire::{

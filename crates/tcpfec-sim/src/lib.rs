@@ -3,14 +3,15 @@
 
 pub mod event;
 pub mod link;
-pub mod loss;
 pub mod metrics;
 pub mod models;
-pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod topology;
-pub mod units;
+
+/// The loss models, random streams and unit parser live in `tcpfec-channel`, shared with
+/// the UDP relay; they keep their paths here.
+pub use tcpfec_channel::{loss, rng, units};
 
 pub use loss::LossSpec;
 pub use metrics::{FlowResult, RunResult};

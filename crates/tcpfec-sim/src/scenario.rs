@@ -5,6 +5,10 @@ use core::time::Duration;
 use serde::Serialize;
 use tcpfec_proto::{Config, Scheme};
 
+/// How often a rate-limited application is offered the chance to write: the simulator's
+/// tick, and the unit of a rate-limited scenario's estimated cost.
+pub(crate) const APP_TICK_NS: u64 = 1_000_000;
+
 /// Bytes of IP + TCP header counted on every simulated packet (no options), as ns-2's
 /// `tcpip_base_hdr_size_`. SACK blocks add option bytes on ACKs; see `docs/header-model.md`.
 pub const HEADER_BYTES: u32 = 40;
@@ -410,7 +414,7 @@ impl Scenario {
             packets = packets.min(2.0 * self.flows as f64 * segments);
         }
         let ticks = match self.app {
-            App::Rate { .. } => self.flows as f64 * secs * 1e9 / crate::sim::APP_TICK_NS as f64,
+            App::Rate { .. } => self.flows as f64 * secs * 1e9 / APP_TICK_NS as f64,
             _ => 0.0,
         };
         EVENTS_PER_PACKET * packets + ticks

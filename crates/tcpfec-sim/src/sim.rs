@@ -5,7 +5,7 @@ use crate::event::{EventKind, EventQueue};
 use crate::link::Offer;
 use crate::metrics::{jain, FlowResult, RunResult};
 use crate::rng::Rng;
-use crate::scenario::{App, Scenario, Start, HEADER_BYTES};
+use crate::scenario::{App, Scenario, Start, APP_TICK_NS, HEADER_BYTES};
 use crate::topology::Network;
 use bytes::Bytes;
 use std::sync::OnceLock;
@@ -16,8 +16,6 @@ use tcpfec_proto::{Endpoint as Engine, Instant, Packet, Stats};
 const PATTERN_LEN: usize = 1_048_573;
 /// Bulk senders top their buffer up in chunks of this size.
 const WRITE_CHUNK: usize = 64 * 1024;
-/// How often a rate-limited application is offered the chance to write.
-pub(crate) const APP_TICK_NS: u64 = 1_000_000;
 /// Random stream of the flows' start times.
 const START_STREAM: u64 = 1;
 

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tcpfec_sim::rng::Rng;
+use tcpfec_channel::Rng;
 
 /// Side a's address.
 pub const ADDR_A: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);

@@ -3,11 +3,11 @@
 
 use std::net::SocketAddr;
 use std::time::Duration;
+use tcpfec_channel::LossSpec;
 use tcpfec_net::relay::{LinkSpec, Relay, RelayConfig};
 pub use tcpfec_net::Endpoint;
 use tcpfec_net::{EndpointConfig, Psk};
 use tcpfec_proto::Scheme;
-use tcpfec_sim::LossSpec;
 
 /// Deterministic pseudo-random bytes (xorshift), cheap to make in bulk.
 pub fn data(len: usize, seed: u64) -> Vec<u8> {

@@ -1,0 +1,97 @@
+//! How an endpoint behaves: [`EndpointConfig`] and the limits that come with it. Kept
+//! apart from the endpoint so that connections read their settings without depending on
+//! the endpoint that owns them.
+
+use crate::crypto::Cipher;
+use crate::key::Psk;
+use std::time::Duration;
+use tcpfec_proto::{Config, Scheme};
+
+/// Largest engine payload per datagram. With the 40-byte engine header, up to 4 SACK
+/// blocks (66; the engine sends 3 by default, which leaves room for the 4 more bytes of a
+/// retransmission group's FEC option), the FEC group (15) and repair (6) options, the
+/// 13-byte envelope and the
+/// 16-byte tag, a datagram is at most 1316 + 156 = 1472 bytes: one IPv4 packet on a
+/// 1500-byte MTU path.
+pub const DEFAULT_MSS: u16 = 1316;
+
+/// Longest retransmission timeout over real networks (see `EndpointConfig::new`).
+pub const MAX_RTO: Duration = Duration::from_secs(3);
+
+/// How an endpoint behaves.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// The pre-shared key; `None` runs without encryption or authentication.
+    pub key: Option<Psk>,
+    /// The scheme this side sends with.
+    pub scheme: Scheme,
+    /// Client: the AEAD to ask for (a server uses the one each client names).
+    pub cipher: Cipher,
+    /// Client only: the scheme to ask the server to send with (`None`: the server's choice).
+    pub peer_scheme: Option<Scheme>,
+    /// An open connection fails when nothing authentic arrives for this long.
+    pub idle_timeout: Duration,
+    /// A connect attempt fails when the handshake has not completed after this long.
+    pub handshake_timeout: Duration,
+    /// Server: when to answer a first Initial with a Retry (address validation by cookie)
+    /// instead of the handshake.
+    pub retry: RetryPolicy,
+    /// Engine settings (the scheme and MSS fields are overridden from this struct).
+    pub engine: Config,
+}
+
+impl EndpointConfig {
+    /// Settings for real networks with the given key and sending scheme.
+    pub fn new(key: Option<Psk>, scheme: Scheme) -> Self {
+        EndpointConfig {
+            key,
+            scheme,
+            cipher: Cipher::preferred(),
+            peer_scheme: None,
+            idle_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(5),
+            retry: RetryPolicy::WhenBusy,
+            engine: Config {
+                mss: DEFAULT_MSS,
+                // RFC 6928's initial window: a real path is worth probing faster than the
+                // papers' 2 segments.
+                initial_window: 10,
+                // RFC 6298's RTO is SRTT + max(G, 4·RTTVAR). On a steady path RTTVAR decays
+                // to almost nothing, and a real host delays ACKs by milliseconds (a busy
+                // CPU, batching): with G = 1 ms every such hiccup fires a spurious timeout.
+                // A 200 ms floor on the variance term is what Linux effectively applies
+                // (its minimum RTO bounds the RTTVAR term, not the sum).
+                clock_granularity: Duration::from_millis(200),
+                // Back off no further than 3 s: after an outage (a blackout, a relay
+                // restart) the next retransmission, and with it the transfer, resumes
+                // within 3 s of the path's return instead of up to a minute later. Liveness
+                // is the idle timeout's job, not the RTO's.
+                max_rto: MAX_RTO,
+                ..Config::default()
+            },
+        }
+    }
+
+    pub(crate) fn engine_config(&self, scheme: &Scheme) -> Config {
+        Config {
+            scheme: scheme.clone(),
+            ..self.engine.clone()
+        }
+    }
+}
+
+/// When a server asks a client to prove its address with a cookie round trip (Retry)
+/// before the handshake, as QUIC servers do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryPolicy {
+    /// Only while [`MAX_UNVALIDATED`] connections wait for their clients' first authentic
+    /// packet: a flood of spoofed Initials then costs the server no more state, and real
+    /// clients one round trip more.
+    WhenBusy,
+    /// For every connection (one more round trip each).
+    Always,
+}
+
+/// Server connections opened without a token whose client has not yet proven its
+/// address; beyond this, new clients get a Retry first.
+pub const MAX_UNVALIDATED: usize = 64;
