@@ -1,30 +1,21 @@
 //! tcpfec command-line interface: demo, simulation sweeps, scheme list, benchmarks.
 
-mod bench;
-mod bench_fuzz;
-mod calibrate;
 mod child;
-mod compare;
-mod demo;
 mod emu_bench;
 mod emu_cli;
+mod lab_cli;
 mod loopback_bench;
-mod model;
 mod net_bench;
 mod net_cli;
-mod output;
 mod perf_cli;
-mod plot;
-mod reproduce;
-mod runner;
-mod shard;
-mod sweep;
-mod validate;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
+use lab_cli::{job_array_shard, SimArgs, ValidateArgs};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tcpfec_lab::shard::Shard;
+use tcpfec_lab::{bench, bench_fuzz, calibrate, demo, model, reproduce, sweep};
 
 /// TCP-like reliable transport with adaptive forward error correction: a deterministic
 /// network simulator that reproduces the TCP-FEC literature, built on one sans-IO engine.
@@ -52,7 +43,7 @@ enum Command {
     Schemes,
     /// Run the validation scenarios in tcpfec, ns-2 and ns-3 and write a comparison report
     /// (normally through validation/run.sh, which installs and builds the references).
-    Validate(validate::Options),
+    Validate(ValidateArgs),
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
     /// Built in: sato-ch3, sato-ch4, sato-ch5, anker, ferlin, teshima, botos, adaptive. A path to a
@@ -78,7 +69,7 @@ enum Command {
         /// write its rows and a manifest to results/<ID>/shard-K-of-N (or --out); join
         /// the shards with `tcpfec merge`. For job arrays (Slurm, Kubernetes).
         #[arg(long, value_name = "K/N")]
-        shard: Option<shard::Shard>,
+        shard: Option<Shard>,
         /// Without --shard: the shard comes from the job array, Slurm's
         /// SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or a Kubernetes Indexed Job's
         /// JOB_COMPLETION_INDEX, which needs this count of shards.
@@ -245,232 +236,6 @@ enum BenchWhat {
     },
 }
 
-#[derive(Args)]
-struct SimArgs {
-    /// TOML file with settings (keys are these flag names; values may be lists), at most
-    /// 1 MiB. Flags given on the command line override it.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Scheme: tahoe, reno, newreno, sack, cubic, or a FEC scheme such as fec-fmax-10
-    /// (`tcpfec schemes` lists them) [default: sack].
-    #[arg(long, allow_hyphen_values = true)]
-    scheme: Option<String>,
-    /// path (sender-R1-R2-receiver) or dumbbell (N sender/receiver pairs) [default: path].
-    #[arg(long, allow_hyphen_values = true)]
-    topology: Option<String>,
-    /// Number of flows; with --background at most 100000 [default: 1].
-    #[arg(long, allow_hyphen_values = true)]
-    flows: Option<String>,
-    /// Bottleneck rate, e.g. 100mbit; at least one packet per second [default: 100mbit].
-    #[arg(long, allow_hyphen_values = true)]
-    bottleneck: Option<String>,
-    /// Access link rate [default: the bottleneck rate].
-    #[arg(long, allow_hyphen_values = true)]
-    access_rate: Option<String>,
-    /// One-way bottleneck propagation delay, e.g. 200ms; at most 60s [default: 200ms].
-    #[arg(long, allow_hyphen_values = true)]
-    delay: Option<String>,
-    /// One-way access delay; A..B spreads flows evenly over the range; at most 60s
-    /// [default: 1ms].
-    #[arg(long, allow_hyphen_values = true)]
-    access_delay: Option<String>,
-    /// Drop-tail queue limit of every link direction, packets, at least 1 [default: 50].
-    #[arg(long, allow_hyphen_values = true)]
-    buffer: Option<String>,
-    /// Queue limit of links leaving hosts, packets, or inf [default: same as --buffer].
-    #[arg(long, allow_hyphen_values = true)]
-    host_buffer: Option<String>,
-    /// Data packet size on the wire, 40-byte header included [default: 1500].
-    #[arg(long, allow_hyphen_values = true)]
-    packet_size: Option<String>,
-    /// Random loss on the bottleneck, data direction: 0.05% or 0.0005 [default: 0.05%].
-    #[arg(long, allow_hyphen_values = true)]
-    loss: Option<String>,
-    /// Gilbert-Elliott loss instead: p,r,h,k (P good->bad, P bad->good, P deliver in bad,
-    /// P deliver in good); separate several models with ';'.
-    #[arg(long, allow_hyphen_values = true)]
-    ge: Option<String>,
-    /// Random loss on the bottleneck, ACK direction [default: 0].
-    #[arg(long, allow_hyphen_values = true)]
-    loss_reverse: Option<String>,
-    /// Gilbert-Elliott loss on the bottleneck, ACK direction: p,r,h,k.
-    #[arg(long, allow_hyphen_values = true)]
-    ge_reverse: Option<String>,
-    /// Delayed ACKs at the receiver: on or off [default: off].
-    #[arg(long, allow_hyphen_values = true)]
-    delayed_ack: Option<String>,
-    /// Initial congestion window, segments [default: 2].
-    #[arg(long, allow_hyphen_values = true)]
-    initial_window: Option<String>,
-    /// Minimum retransmission timeout, above 0 and at most 60s [default: 200ms].
-    #[arg(long, allow_hyphen_values = true)]
-    min_rto: Option<String>,
-    /// Simulated time, at most one day (86400s) [default: 220s].
-    #[arg(long, allow_hyphen_values = true)]
-    duration: Option<String>,
-    /// Measurement window A..B, e.g. 20s..220s [default: the whole run].
-    #[arg(long, allow_hyphen_values = true)]
-    window: Option<String>,
-    /// Finite transfer of this many bytes per flow (e.g. 1080KiB) instead of bulk.
-    #[arg(long, allow_hyphen_values = true)]
-    transfer: Option<String>,
-    /// Start time of every flow, or A..B for uniformly random starts; before the end of
-    /// the run [default: 0s].
-    #[arg(long, allow_hyphen_values = true)]
-    start: Option<String>,
-    /// Receiver window in packets (at least 1), the most a flow can have in flight
-    /// [default: unlimited].
-    #[arg(long, allow_hyphen_values = true)]
-    max_window: Option<String>,
-    /// Loss on the bottleneck switching between two rates: A/B@T (e.g. 0.1%/10%@10s starts
-    /// at 0.1 % and alternates every 10 s); replaces --loss. Several with ';'.
-    #[arg(long, allow_hyphen_values = true)]
-    loss_schedule: Option<String>,
-    /// A streaming application offering this rate (e.g. 10mbit) instead of bulk data; it is
-    /// also the target rate of schemes that have one (afec, tfec).
-    #[arg(long, allow_hyphen_values = true)]
-    app_rate: Option<String>,
-    /// Target rate of the schemes that have one (afec, tfec) with bulk data, e.g. 10mbit
-    /// [default: the --app-rate, if given].
-    #[arg(long, allow_hyphen_values = true)]
-    target_rate: Option<String>,
-    /// Background flows with bulk data sharing the bottleneck, each between its own hosts;
-    /// they load the queue but are not in the metrics except as background_goodput
-    /// [default: 0].
-    #[arg(long, allow_hyphen_values = true)]
-    background: Option<String>,
-    /// Direction of the background flows: uplink (right to left, against the measured
-    /// flows, Teshima's setting) or downlink [default: uplink].
-    #[arg(long, allow_hyphen_values = true)]
-    background_direction: Option<String>,
-    /// Scheme of the background flows, e.g. cubic to measure a scheme against a
-    /// competitor with --background 1 --background-direction downlink [default: reno].
-    #[arg(long, allow_hyphen_values = true)]
-    background_scheme: Option<String>,
-    /// First seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Number of seeds per point (seed, seed+1, ...).
-    #[arg(long, default_value_t = 1)]
-    seeds: u64,
-    /// Refuse sweeps of more runs than this.
-    #[arg(long, value_name = "N", default_value_t = sweep::DEFAULT_MAX_RUNS)]
-    max_runs: u64,
-    /// Run a sweep even if it is estimated to take more than 1e11 simulator events (about
-    /// 30 core-hours) or to keep more than 10 million per-flow results (about 2 GB).
-    #[arg(long)]
-    i_know: bool,
-    /// Print one JSON object per run instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Also write results.csv and flows.csv into this directory.
-    #[arg(long, value_name = "DIR")]
-    csv: Option<PathBuf>,
-    /// Write each run's time series (sampled every 100 ms: cwnd, FEC group size, delivery
-    /// rate) as DIR/cwnd-RUN.csv, and DIR/cwnd.svg when there are at most 6 runs.
-    #[arg(long, value_name = "DIR")]
-    trace: Option<PathBuf>,
-    /// No progress bar.
-    #[arg(long, short)]
-    quiet: bool,
-}
-
-impl SimArgs {
-    fn axes(&self) -> Result<sweep::Axes, String> {
-        let mut axes = match &self.config {
-            Some(path) => {
-                let text = sweep::read_settings_file(path)
-                    .map_err(|e| format!("--config {}: {e}", path.display()))?;
-                sweep::Axes::from_toml(&text)
-                    .map_err(|e| format!("--config {}: {e}", path.display()))?
-            }
-            None => sweep::Axes::default(),
-        };
-        let mut flags = sweep::Axes::default();
-        let given = [
-            ("scheme", &self.scheme),
-            ("topology", &self.topology),
-            ("flows", &self.flows),
-            ("bottleneck", &self.bottleneck),
-            ("access-rate", &self.access_rate),
-            ("delay", &self.delay),
-            ("access-delay", &self.access_delay),
-            ("buffer", &self.buffer),
-            ("host-buffer", &self.host_buffer),
-            ("packet-size", &self.packet_size),
-            ("loss", &self.loss),
-            ("ge", &self.ge),
-            ("loss-reverse", &self.loss_reverse),
-            ("ge-reverse", &self.ge_reverse),
-            ("delayed-ack", &self.delayed_ack),
-            ("initial-window", &self.initial_window),
-            ("min-rto", &self.min_rto),
-            ("duration", &self.duration),
-            ("window", &self.window),
-            ("transfer", &self.transfer),
-            ("start", &self.start),
-            ("max-window", &self.max_window),
-            ("loss-schedule", &self.loss_schedule),
-            ("app-rate", &self.app_rate),
-            ("target-rate", &self.target_rate),
-            ("background", &self.background),
-            ("background-direction", &self.background_direction),
-            ("background-scheme", &self.background_scheme),
-        ];
-        for (axis, value) in given {
-            if let Some(v) = value {
-                flags.set(axis, v)?;
-            }
-        }
-        // A loss model on the command line replaces either kind from the file.
-        if flags.has("ge") || flags.has("loss") {
-            axes.clear("loss");
-            axes.clear("ge");
-        }
-        if flags.has("ge-reverse") || flags.has("loss-reverse") {
-            axes.clear("loss-reverse");
-            axes.clear("ge-reverse");
-        }
-        axes.merge(flags);
-        Ok(axes)
-    }
-}
-
-fn sim(args: SimArgs) -> Result<(), String> {
-    let axes = args.axes()?;
-    let limits = sweep::Limits {
-        max_runs: args.max_runs,
-        i_know: args.i_know,
-    };
-    let mut runs = axes.expand(args.seed, args.seeds, &limits)?;
-    limits.check(&runs)?;
-    if args.trace.is_some() {
-        for r in &mut runs {
-            r.scenario.cwnd_sample = Some(core::time::Duration::from_millis(100));
-        }
-    }
-    let progress = !args.quiet && std::io::stderr().is_terminal();
-    let outcomes = runner::run_all(runs, progress);
-    if args.json {
-        for o in &outcomes {
-            println!("{}", output::run_json(o));
-        }
-    } else {
-        print!("{}", output::table(&outcomes, &axes.swept()));
-    }
-    if let Some(dir) = &args.trace {
-        output::write_traces(dir, &outcomes)
-            .map_err(|e| format!("--trace {}: {e}", dir.display()))?;
-    }
-    if let Some(dir) = &args.csv {
-        output::write_csv(dir, &outcomes).map_err(|e| format!("--csv {}: {e}", dir.display()))?;
-        if !args.json {
-            println!("wrote {}/results.csv and flows.csv", dir.display());
-        }
-    }
-    Ok(())
-}
-
 fn schemes() {
     for (name, what, _, _) in tcpfec_proto::BASELINE_SCHEMES {
         println!("{name:<18} {what}");
@@ -480,27 +245,11 @@ fn schemes() {
     }
 }
 
-/// The shard to run: `--shard` as given, else the job array's task (see
-/// [`shard::from_job_array`]), said on stderr so a task's log shows which it ran.
-fn job_array_shard(
-    given: Option<shard::Shard>,
-    shards: Option<usize>,
-) -> Result<Option<shard::Shard>, String> {
-    if given.is_some() {
-        return Ok(given);
-    }
-    let found = shard::from_job_array(shards, |k| std::env::var(k).ok())?;
-    Ok(found.map(|(sh, from)| {
-        eprintln!("shard {}/{} from {from}", sh.index, sh.count);
-        sh
-    }))
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo { out } => demo::run(&out),
-        Command::Sim(args) => sim(*args),
+        Command::Sim(args) => lab_cli::sim(*args),
         Command::Schemes => {
             schemes();
             Ok(())
@@ -529,8 +278,8 @@ fn main() -> ExitCode {
                 limits: sweep::Limits { max_runs, i_know },
             }),
         },
-        Command::Validate(opts) => validate::run(&opts),
-        Command::Merge { dirs, out } => reproduce::merge(&dirs, out),
+        Command::Validate(args) => tcpfec_lab::validate::run(&args.options()),
+        Command::Merge { dirs, out } => tcpfec_lab::merge::merge(&dirs, out),
         Command::Calibrate {
             which:
                 CalibrateWhich::Tfec {

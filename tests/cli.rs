@@ -565,16 +565,35 @@ b = "reno"
 
 /// A CSV file without column `name` (cells without commas, as tcpfec writes them here).
 fn without_column(csv: &str, name: &str) -> String {
-    let header: Vec<&str> = csv.lines().next().unwrap_or_default().split(',').collect();
+    // Cells split at commas outside double quotes (a Gilbert–Elliott model is one quoted
+    // cell with commas in it).
+    let cells = |line: &str| -> Vec<String> {
+        let mut out = vec![String::new()];
+        let mut quoted = false;
+        for c in line.chars() {
+            match c {
+                '"' => quoted = !quoted,
+                ',' if !quoted => {
+                    out.push(String::new());
+                    continue;
+                }
+                _ => {}
+            }
+            out.last_mut().unwrap().push(c);
+        }
+        out
+    };
+    let header = cells(csv.lines().next().unwrap_or_default());
     let at = header
         .iter()
-        .position(|c| *c == name)
+        .position(|c| c == name)
         .unwrap_or_else(|| panic!("no {name} column"));
     csv.lines()
         .map(|l| {
-            let mut cells: Vec<&str> = l.split(',').collect();
-            cells.remove(at);
-            cells.join(",")
+            let mut row = cells(l);
+            assert_eq!(row.len(), header.len(), "row of another width: {l}");
+            row.remove(at);
+            row.join(",")
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -680,5 +699,72 @@ b = "reno"
     let e = tcpfec(&["merge", &shards[0], &shards[1], &edited, &shards[3]]);
     let msg = String::from_utf8_lossy(&e.stderr);
     assert!(msg.contains("is a shard of another run"), "{msg}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_sim_sweep_in_four_shards_merges_into_what_one_process_writes() {
+    let dir = std::env::temp_dir().join(format!("tcpfec-sim-shards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    // Gilbert–Elliott models hold commas: the manifest must carry the list intact.
+    let sweep = |duration: &str, extra: &[&str]| -> std::process::Output {
+        let mut args = vec![
+            "sim",
+            "-q",
+            "--scheme",
+            "reno,sack,anker-8-1",
+            "--delay",
+            "5ms,20ms,80ms",
+            "--ge",
+            "0.01,0.5,0,1;0.002,0.3,0,1",
+            "--duration",
+            duration,
+            "--seeds",
+            "2",
+        ];
+        args.extend_from_slice(extra);
+        tcpfec(&args)
+    };
+    let one = ok(sweep("3s", &["--csv", &path("one")]));
+    assert!(String::from_utf8_lossy(&one.stdout).contains("results.csv"));
+    let sharded = path("sharded");
+    for k in [3, 1, 4, 2] {
+        let shard = format!("{k}/4");
+        ok(sweep("3s", &["--shard", &shard, "--csv", &sharded]));
+    }
+    let shard_dir = |k: usize| path(&format!("sharded/shard-{k}-of-4"));
+    let shards: Vec<String> = [2, 4, 1, 3].map(shard_dir).to_vec();
+    let mut args = vec!["merge"];
+    args.extend(shards.iter().map(String::as_str));
+    ok(tcpfec(&args));
+    let read = |d: &str, f: &str| std::fs::read_to_string(dir.join(d).join(f)).unwrap();
+    let merged = read("sharded", "results.csv");
+    assert_eq!(merged.lines().count(), 1 + 36);
+    assert_eq!(
+        without_column(&merged, "wall_s"),
+        without_column(&read("one", "results.csv"), "wall_s")
+    );
+    assert_eq!(read("sharded", "flows.csv"), read("one", "flows.csv"));
+    // A shard of another sweep, and a shard that went missing, are refused by name.
+    ok(sweep("2s", &["--shard", "3/4", "--csv", &path("other")]));
+    let other = path("other/shard-3-of-4");
+    let e = tcpfec(&["merge", &shards[0], &shards[1], &other, &shards[3]]);
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(msg.contains("is a shard of another run"), "{msg}");
+    let e = tcpfec(&["merge", &shards[0], &shards[1], &shards[2]]);
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(msg.contains("missing shards: 3/4"), "{msg}");
+    // A shard needs somewhere to put its rows.
+    let e = sweep("3s", &["--shard", "1/4"]);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("--shard needs --csv"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -9,4 +9,4 @@ experiment=${1:?usage: submit.sh EXPERIMENT SHARDS [ID]}
 shards=${2:?usage: submit.sh EXPERIMENT SHARDS [ID]}
 id=${3:-$experiment}
 array=$(sbatch --parsable --array=1-"$shards" "$here/reproduce.sbatch" "$experiment")
-sbatch --dependency=afterok:"$array" "$here/merge.sbatch" "$id"
+sbatch --dependency=afterok:"$array" "$here/merge.sbatch" results/"$id"

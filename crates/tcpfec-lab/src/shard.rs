@@ -1,9 +1,11 @@
-//! Splitting an experiment's run list into deterministic shards (one per task of a job
-//! array) and checking that a set of shards makes up the whole run list again.
+//! Splitting an experiment's or a sweep's run list into deterministic shards (one per
+//! task of a job array), checking that a set of shards makes up the whole run list
+//! again, and gathering their rows back into run order.
 
 use crate::sweep::Run;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
 
 /// The K-th of N shards (K counted from 1, as `--shard K/N` writes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +30,13 @@ impl std::str::FromStr for Shard {
             return Err(bad());
         }
         Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// The directory a shard writes into: `shard-K-of-N`.
+    pub fn dir_name(&self) -> String {
+        format!("shard-{}-of-{}", self.index, self.count)
     }
 }
 
@@ -136,6 +145,31 @@ pub struct Manifest {
     pub runs: Vec<usize>,
     /// tcpfec version that ran it.
     pub version: String,
+    /// A `tcpfec sim` sweep (absent for `reproduce`): what a merge needs to rebuild its
+    /// run list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepSpec>,
+}
+
+/// A `tcpfec sim` sweep as its shards record it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SweepSpec {
+    /// The settings, as a TOML table of lists (`sim --config` reads the same).
+    pub settings: String,
+    /// First seed.
+    pub seed: u64,
+    /// Seeds per point.
+    pub seeds: u64,
+}
+
+impl SweepSpec {
+    /// The sweep's hash: shards of different sweeps do not mix.
+    pub fn hash(&self) -> String {
+        text_hash(&format!(
+            "{}\nseed = {}\nseeds = {}\n",
+            self.settings, self.seed, self.seeds
+        ))
+    }
 }
 
 /// File name of a shard's manifest.
@@ -154,7 +188,7 @@ impl Manifest {
         let path = dir.join(MANIFEST);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             format!(
-                "{}: {e} (not the output of `tcpfec reproduce --shard`?)",
+                "{}: {e} (not the output of `tcpfec reproduce --shard` or `tcpfec sim --shard`?)",
                 path.display()
             )
         })?;
@@ -239,6 +273,56 @@ pub fn check_complete(manifests: &[Manifest], dirs: &[String]) -> Result<(), Str
     Ok(())
 }
 
+/// The rows of complete shards `dirs` (with their `manifests`) of the run list `runs`:
+/// each run's record from the shards' `results.csv`, in run order, and the lines of their
+/// `flows.csv` sorted by run (a run's flows keep their order).
+pub fn gather(
+    dirs: &[PathBuf],
+    manifests: &[Manifest],
+    runs: &[Run],
+) -> Result<(Vec<Value>, Vec<String>), String> {
+    let mut records = vec![Value::Null; runs.len()];
+    let mut flows: Vec<(usize, usize, String)> = Vec::new();
+    for (dir, man) in dirs.iter().zip(manifests) {
+        let mine: Vec<Run> = man.runs.iter().map(|&i| runs[i].clone()).collect();
+        let rows = crate::output::read_csv(&dir.join("results.csv"), &mine)?;
+        for (&i, r) in man.runs.iter().zip(rows) {
+            records[i] = r;
+        }
+        let path = dir.join("flows.csv");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (n, line) in text.lines().skip(1).enumerate() {
+            let run = line
+                .split(',')
+                .next()
+                .and_then(|c| c.parse().ok())
+                .ok_or(format!("{}: line {}: no run number", path.display(), n + 2))?;
+            flows.push((run, flows.len(), line.to_string()));
+        }
+    }
+    flows.sort_by_key(|&(run, at, _)| (run, at));
+    Ok((records, flows.into_iter().map(|(_, _, l)| l).collect()))
+}
+
+/// Writes the gathered rows of [`gather`] as `out/results.csv` and `out/flows.csv`.
+pub fn write_merged(
+    out: &Path,
+    runs: &[Run],
+    records: &[Value],
+    flows: &[String],
+) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("{}: {e}", out.display());
+    std::fs::create_dir_all(out).map_err(fail)?;
+    crate::output::write_results_csv(out, runs.iter(), records).map_err(fail)?;
+    let mut f = String::from(crate::output::FLOWS_HEADER);
+    for line in flows {
+        f += line;
+        f.push('\n');
+    }
+    std::fs::write(out.join("flows.csv"), f).map_err(fail)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,6 +389,7 @@ mod tests {
             total_runs: 4,
             runs,
             version: "1".into(),
+            sweep: None,
         }
     }
 

@@ -180,6 +180,16 @@ impl SweepSize {
     }
 }
 
+/// What separates the values of a list on `axis`: Gilbert–Elliott models and loss
+/// schedules contain commas themselves, so their lists use `;`.
+fn separator(axis: &str) -> char {
+    if axis.starts_with("ge") || axis == "loss-schedule" {
+        ';'
+    } else {
+        ','
+    }
+}
+
 /// Values given for each axis (a list each), before expansion.
 #[derive(Debug, Clone, Default)]
 pub struct Axes {
@@ -202,13 +212,8 @@ impl Axes {
         if !AXES.iter().any(|(a, _)| *a == axis) {
             return Err(format!("unknown setting '{axis}'"));
         }
-        let sep = if axis.starts_with("ge") || axis == "loss-schedule" {
-            ';'
-        } else {
-            ','
-        };
         let list: Vec<String> = raw
-            .split(sep)
+            .split(separator(axis))
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
             .collect();
@@ -255,10 +260,23 @@ impl Axes {
             if !AXES.iter().any(|(a, _)| *a == axis) {
                 return Err(format!("'{key}': unknown setting"));
             }
-            let sep = if axis.starts_with("ge") { ";" } else { "," };
-            axes.set(&axis, &strings.join(sep))?;
+            axes.set(&axis, &strings.join(&separator(&axis).to_string()))?;
         }
         Ok(axes)
+    }
+
+    /// The axes as TOML that [`Axes::from_toml`] reads back to the same axes: one list
+    /// of strings per axis given, in name order (a sharded sweep's manifest keeps it).
+    pub fn to_toml(&self) -> String {
+        let mut table = toml::Table::new();
+        for (axis, list) in &self.values {
+            let items = list
+                .iter()
+                .map(|v| toml::Value::String(v.clone()))
+                .collect();
+            table.insert(axis.clone(), toml::Value::Array(items));
+        }
+        table.to_string()
     }
 
     /// Forgets an axis, so that another source can set it (or a conflicting one).
@@ -506,6 +524,25 @@ mod tests {
         assert!(runs[0].scenario.delayed_ack);
         assert!(Axes::from_toml("delay = ").is_err());
         assert!(Axes::from_toml("warp = 9").unwrap_err().contains("unknown"));
+    }
+
+    #[test]
+    fn written_toml_reads_back_to_the_same_runs() {
+        let mut a = Axes::default();
+        a.set("scheme", "auto,cubic").unwrap();
+        a.set("ge", "0.01,0.5,0,1;0.02,0.3,0,1").unwrap();
+        a.set("delay", "10ms, 50ms").unwrap();
+        let b = Axes::from_toml(&a.to_toml()).unwrap();
+        let params = |x: &Axes| -> Vec<Vec<(String, String)>> {
+            let runs = x.expand(3, 2, &Limits::default()).unwrap();
+            runs.into_iter().map(|r| r.params).collect()
+        };
+        assert_eq!(params(&a).len(), 16);
+        assert_eq!(params(&a), params(&b));
+        assert_eq!(a.to_toml(), b.to_toml());
+        // A list of loss schedules (their values hold commas' cousin '/') survives a file.
+        let c = Axes::from_toml("loss-schedule = [\"0.1%/10%@10s\", \"1%/5%@2s\"]").unwrap();
+        assert_eq!(c.run_count(1), Some(2));
     }
 
     #[test]

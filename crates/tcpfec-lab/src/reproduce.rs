@@ -3,6 +3,7 @@
 
 use crate::plot::{line_chart, Axes as ChartAxes};
 use crate::runner::Outcome;
+use crate::shard::Manifest;
 use crate::sweep::{Axes, Limits, Run};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -12,14 +13,26 @@ use tcpfec_sim::metrics::mean_sd;
 
 /// Experiments shipped with tcpfec (the TOML files of `experiments/`).
 pub const BUILT_IN: &[(&str, &str)] = &[
-    ("sato-ch3", include_str!("../experiments/sato-ch3.toml")),
-    ("sato-ch4", include_str!("../experiments/sato-ch4.toml")),
-    ("sato-ch5", include_str!("../experiments/sato-ch5.toml")),
-    ("anker", include_str!("../experiments/anker.toml")),
-    ("ferlin", include_str!("../experiments/ferlin.toml")),
-    ("teshima", include_str!("../experiments/teshima.toml")),
-    ("botos", include_str!("../experiments/botos.toml")),
-    ("adaptive", include_str!("../experiments/adaptive.toml")),
+    (
+        "sato-ch3",
+        include_str!("../../../experiments/sato-ch3.toml"),
+    ),
+    (
+        "sato-ch4",
+        include_str!("../../../experiments/sato-ch4.toml"),
+    ),
+    (
+        "sato-ch5",
+        include_str!("../../../experiments/sato-ch5.toml"),
+    ),
+    ("anker", include_str!("../../../experiments/anker.toml")),
+    ("ferlin", include_str!("../../../experiments/ferlin.toml")),
+    ("teshima", include_str!("../../../experiments/teshima.toml")),
+    ("botos", include_str!("../../../experiments/botos.toml")),
+    (
+        "adaptive",
+        include_str!("../../../experiments/adaptive.toml"),
+    ),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -452,10 +465,10 @@ fn run_shard(p: &Planned, opts: &Options, shard: crate::shard::Shard) -> Result<
     let ids = crate::shard::select(&p.runs, shard);
     let mine: Vec<Run> = ids.iter().map(|&i| p.runs[i].clone()).collect();
     opts.limits.check(&mine)?;
-    let out = opts.out.clone().unwrap_or_else(|| {
-        p.out
-            .join(format!("shard-{}-of-{}", shard.index, shard.count))
-    });
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| p.out.join(shard.dir_name()));
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     eprintln!(
         "{}: shard {}/{}: {} of {} runs",
@@ -478,6 +491,7 @@ fn run_shard(p: &Planned, opts: &Options, shard: crate::shard::Shard) -> Result<
         total_runs: total,
         runs: ids,
         version: env!("CARGO_PKG_VERSION").into(),
+        sweep: None,
     }
     .write(&out)?;
     println!(
@@ -487,17 +501,11 @@ fn run_shard(p: &Planned, opts: &Options, shard: crate::shard::Shard) -> Result<
     Ok(())
 }
 
-/// Merges the shard directories `dirs` of one `reproduce --shard` run into `out`
-/// (default `results/<id>`): the same `results.csv`, `flows.csv`, figures and report as
-/// a single run, except the wall times. Refuses shards of different experiments, files
-/// or versions, a run missing or given twice.
-pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), String> {
-    let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    let manifests = dirs
-        .iter()
-        .map(|d| crate::shard::Manifest::read(d))
-        .collect::<Result<Vec<_>, _>>()?;
-    crate::shard::check_complete(&manifests, &names)?;
+/// Merges the shard directories `dirs` of one `reproduce --shard` run (their `manifests`
+/// already checked to be complete, see [`crate::merge`]) into `out` (default
+/// `results/<id>`): the same `results.csv`, `flows.csv`, figures and report as a single
+/// run, except the wall times. Refuses shards of an experiment file edited since.
+pub fn merge(dirs: &[PathBuf], manifests: &[Manifest], out: Option<PathBuf>) -> Result<(), String> {
     let m = &manifests[0];
     let opts = Options {
         experiment: m.experiment.clone(),
@@ -527,43 +535,12 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), String> {
         ));
     }
     refuse_time_series(&p.exp, "a shard")?;
-    let runs = &p.runs;
-    let mut records = vec![serde_json::Value::Null; runs.len()];
-    let mut flows: Vec<(usize, usize, String)> = Vec::new();
-    for (dir, man) in dirs.iter().zip(&manifests) {
-        let mine: Vec<Run> = man.runs.iter().map(|&i| runs[i].clone()).collect();
-        let rows = crate::output::read_csv(&dir.join("results.csv"), &mine)?;
-        for (&i, r) in man.runs.iter().zip(rows) {
-            records[i] = r;
-        }
-        let path = dir.join("flows.csv");
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        for (n, line) in text.lines().skip(1).enumerate() {
-            let run = line
-                .split(',')
-                .next()
-                .and_then(|c| c.parse().ok())
-                .ok_or(format!("{}: line {}: no run number", path.display(), n + 2))?;
-            flows.push((run, flows.len(), line.to_string()));
-        }
-    }
-    let out = &p.out;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    crate::output::write_results_csv(out, runs.iter(), &records)
-        .map_err(|e| format!("{}: {e}", out.display()))?;
-    // Flows in run order; a run's flows keep their order.
-    flows.sort_by_key(|&(run, at, _)| (run, at));
-    let mut f = String::from(crate::output::FLOWS_HEADER);
-    for (_, _, line) in &flows {
-        f += line;
-        f.push('\n');
-    }
-    std::fs::write(out.join("flows.csv"), f).map_err(|e| format!("{}: {e}", out.display()))?;
+    let (records, flows) = crate::shard::gather(dirs, manifests, &p.runs)?;
+    crate::shard::write_merged(&p.out, &p.runs, &records, &flows)?;
     eprintln!(
         "{}: {} runs from {} shards",
         p.exp.id,
-        runs.len(),
+        p.runs.len(),
         dirs.len()
     );
     write_outputs(&p, &opts, &records, &[])

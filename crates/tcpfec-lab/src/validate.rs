@@ -15,42 +15,30 @@ use tcpfec_sim::metrics::mean_sd;
 use tcpfec_sim::{LossSpec, Scenario, Start, Topology};
 
 /// Where the reference simulators are and what to run (the `validate` command's flags).
-#[derive(clap::Args)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// The ns-2 binary.
-    #[arg(long)]
     pub ns2: Option<PathBuf>,
     /// The compiled validation/ns3/scenario.cc.
-    #[arg(long)]
     pub ns3: Option<PathBuf>,
     /// Directory holding path.tcl and dumbbell.tcl.
-    #[arg(long, default_value = "validation/ns2")]
     pub tcl_dir: PathBuf,
-    /// Which comparison: the window-based TCP baselines against ns-2 and ns-3, or the BBR
-    /// schemes against ns-3's `TcpBbr`.
-    #[arg(long, value_enum, default_value_t = Set::Baselines)]
+    /// Which comparison.
     pub set: Set,
     /// Seeds per point.
-    #[arg(long, default_value_t = 10)]
     pub seeds: u64,
     /// A few points only.
-    #[arg(long)]
     pub quick: bool,
-    /// Directory for validation.csv and the figures [default: docs/validation, or
-    /// docs/validation-bbr with --set bbr].
-    #[arg(long)]
+    /// Directory for validation.csv and the figures (default by [`Set`]).
     pub out: Option<PathBuf>,
-    /// The markdown report to write [default: docs/validation.md, or
-    /// docs/validation-bbr.md with --set bbr].
-    #[arg(long)]
+    /// The markdown report to write (default by [`Set`]).
     pub report: Option<PathBuf>,
     /// Re-render the report and figures from an earlier run's validation.csv.
-    #[arg(long, value_name = "CSV")]
     pub from_csv: Option<PathBuf>,
 }
 
 /// A family of comparisons, with its own points, pairings and report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Set {
     /// Reno, NewReno, SACK and CUBIC against ns-2.35 and ns-3.37.
     Baselines,
@@ -933,12 +921,12 @@ fn render(opts: &Options, summary: &[String], tables: &str, figs: &[PathBuf]) ->
     let (title, notes, script) = match opts.set {
         Set::Baselines => (
             "Validation against ns-2 and ns-3",
-            include_str!("../validation/NOTES.md"),
+            include_str!("../../../validation/NOTES.md"),
             "validation/run.sh",
         ),
         Set::Bbr => (
             "Validation of the BBR schemes against ns-3's TcpBbr",
-            include_str!("../validation/NOTES-bbr.md"),
+            include_str!("../../../validation/NOTES-bbr.md"),
             "validation/run.sh --bbr",
         ),
     };

@@ -1,0 +1,167 @@
+//! `tcpfec sim`: one sweep of scenarios, printed as a table or as JSON lines, and written
+//! as CSV and time series if asked; or one shard of the sweep, for a job array, whose
+//! rows `tcpfec merge` joins into what one process would have written.
+
+use crate::output;
+use crate::shard::{Manifest, Shard, SweepSpec};
+use crate::sweep::{Axes, Limits, Run};
+use std::path::PathBuf;
+
+/// What `tcpfec sim` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The sweep's settings (flags and `--config` merged).
+    pub axes: Axes,
+    /// First seed.
+    pub seed: u64,
+    /// Seeds per point.
+    pub seeds: u64,
+    /// How large the sweep may be.
+    pub limits: Limits,
+    /// One JSON object per run on stdout instead of a table.
+    pub json: bool,
+    /// Also write `results.csv` and `flows.csv` here (a shard writes into
+    /// `shard-K-of-N/` below it).
+    pub csv: Option<PathBuf>,
+    /// Write each run's time series here.
+    pub trace: Option<PathBuf>,
+    /// Show a progress bar.
+    pub progress: bool,
+    /// Run only this shard of the runs.
+    pub shard: Option<Shard>,
+}
+
+/// Runs the sweep (or its shard) and prints and writes what `opts` asks for.
+pub fn run(opts: &Options) -> Result<(), String> {
+    let mut runs = opts.axes.expand(opts.seed, opts.seeds, &opts.limits)?;
+    if let Some(shard) = opts.shard {
+        return run_shard(opts, runs, shard);
+    }
+    opts.limits.check(&runs)?;
+    if opts.trace.is_some() {
+        for r in &mut runs {
+            r.scenario.cwnd_sample = Some(core::time::Duration::from_millis(100));
+        }
+    }
+    let outcomes = crate::runner::run_all(runs, opts.progress);
+    print_outcomes(opts, &outcomes);
+    if let Some(dir) = &opts.trace {
+        output::write_traces(dir, &outcomes)
+            .map_err(|e| format!("--trace {}: {e}", dir.display()))?;
+    }
+    if let Some(dir) = &opts.csv {
+        output::write_csv(dir, &outcomes).map_err(|e| format!("--csv {}: {e}", dir.display()))?;
+        if !opts.json {
+            println!("wrote {}/results.csv and flows.csv", dir.display());
+        }
+    }
+    Ok(())
+}
+
+/// The sweep as a manifest records it, so that a merge can rebuild the run list.
+fn spec(opts: &Options) -> SweepSpec {
+    SweepSpec {
+        settings: opts.axes.to_toml(),
+        seed: opts.seed,
+        seeds: opts.seeds,
+    }
+}
+
+fn run_shard(opts: &Options, runs: Vec<Run>, shard: Shard) -> Result<(), String> {
+    let Some(dir) = &opts.csv else {
+        return Err(
+            "--shard needs --csv DIR: the shard's rows and manifest go to \
+                    DIR/shard-K-of-N for `tcpfec merge`"
+                .into(),
+        );
+    };
+    if opts.trace.is_some() {
+        return Err("--trace cannot be sharded: time series are written by one process".into());
+    }
+    let total = runs.len();
+    let ids = crate::shard::select(&runs, shard);
+    let mine: Vec<Run> = ids.iter().map(|&i| runs[i].clone()).collect();
+    opts.limits.check(&mine)?;
+    let out = dir.join(shard.dir_name());
+    eprintln!(
+        "sim: shard {}/{}: {} of {total} runs",
+        shard.index,
+        shard.count,
+        mine.len()
+    );
+    let outcomes = crate::runner::run_all(mine, opts.progress);
+    print_outcomes(opts, &outcomes);
+    output::write_csv_numbered(&out, &outcomes, &ids)
+        .map_err(|e| format!("--csv {}: {e}", out.display()))?;
+    let sweep = spec(opts);
+    Manifest {
+        experiment: SIM_EXPERIMENT.into(),
+        experiment_hash: sweep.hash(),
+        quick: false,
+        seeds: Some(opts.seeds),
+        shard: shard.index,
+        shards: shard.count,
+        total_runs: total,
+        runs: ids,
+        version: env!("CARGO_PKG_VERSION").into(),
+        sweep: Some(sweep),
+    }
+    .write(&out)?;
+    if !opts.json {
+        println!(
+            "wrote {}; when every shard is done: tcpfec merge {}/shard-*",
+            out.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The `experiment` a sweep's shard manifest names.
+pub const SIM_EXPERIMENT: &str = "sim";
+
+fn print_outcomes(opts: &Options, outcomes: &[crate::runner::Outcome]) {
+    if opts.json {
+        for o in outcomes {
+            println!("{}", output::run_json(o));
+        }
+    } else {
+        print!("{}", output::table(outcomes, &opts.axes.swept()));
+    }
+}
+
+/// Merges the shard directories of one `sim --shard` sweep (described by `sweep`, from
+/// their manifests, already checked to be complete) into `out`: the `results.csv` and
+/// `flows.csv` that `sim --csv` writes from one process.
+pub fn merge(
+    dirs: &[PathBuf],
+    manifests: &[Manifest],
+    sweep: &SweepSpec,
+    out: &std::path::Path,
+) -> Result<(), String> {
+    let axes = Axes::from_toml(&sweep.settings).map_err(|e| format!("merge: manifest: {e}"))?;
+    if sweep.hash() != manifests[0].experiment_hash {
+        return Err("merge: the manifests' sweep does not match its hash (edited by hand?)".into());
+    }
+    let no_limits = Limits {
+        max_runs: u64::MAX,
+        i_know: true,
+    };
+    let runs = axes.expand(sweep.seed, sweep.seeds, &no_limits)?;
+    if runs.len() != manifests[0].total_runs {
+        return Err(format!(
+            "merge: the sweep expands to {} runs here, the shards ran {} (another tcpfec?)",
+            runs.len(),
+            manifests[0].total_runs
+        ));
+    }
+    let (records, flows) = crate::shard::gather(dirs, manifests, &runs)?;
+    crate::shard::write_merged(out, &runs, &records, &flows)?;
+    println!(
+        "sim: {} runs from {} shards: wrote {}/results.csv and flows.csv",
+        runs.len(),
+        dirs.len(),
+        out.display()
+    );
+    Ok(())
+}
