@@ -9,12 +9,12 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tcpfec_channel::LossSpec;
 use tcpfec_net::emu::{self, EmuConfig, Emulator};
 use tcpfec_net::link::{LinkSpec, DEFAULT_MAX_BYTES};
 use tcpfec_net::perf::kernel_tcp;
 use tcpfec_net::{Psk, DEFAULT_SCHEME};
 use tcpfec_proto::Scheme;
-use tcpfec_sim::LossSpec;
 
 /// What one transport is on the command line of `tcpfec perf`.
 #[derive(Debug, Clone)]

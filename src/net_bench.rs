@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tcpfec_channel::LossSpec;
 use tcpfec_net::relay::{LinkSpec, Relay, RelayConfig};
 use tcpfec_net::{Endpoint, EndpointConfig, Psk, DEFAULT_SCHEME, PEAK_SCHEME};
 use tcpfec_proto::Scheme;
-use tcpfec_sim::LossSpec;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Options of `tcpfec bench net`.
@@ -230,12 +230,12 @@ async fn relay_run(
 }
 
 fn relayed(a: &NetBenchArgs) -> Result<(), String> {
-    let rate = tcpfec_sim::units::parse_rate(&a.rate).map_err(|e| format!("--rate: {e}"))?;
-    let rtt = tcpfec_sim::units::parse_duration(&a.rtt).map_err(|e| format!("--rtt: {e}"))?;
+    let rate = tcpfec_channel::units::parse_rate(&a.rate).map_err(|e| format!("--rate: {e}"))?;
+    let rtt = tcpfec_channel::units::parse_duration(&a.rtt).map_err(|e| format!("--rtt: {e}"))?;
     let losses: Vec<f64> = a
         .loss
         .split(',')
-        .map(tcpfec_sim::units::parse_probability)
+        .map(tcpfec_channel::units::parse_probability)
         .collect::<Result<_, _>>()
         .map_err(|e| format!("--loss: {e}"))?;
     let schemes: Vec<String> = match &a.schemes {
@@ -355,12 +355,13 @@ pub fn run(a: NetBenchArgs) -> Result<(), String> {
         let losses = a
             .loss
             .split(',')
-            .map(tcpfec_sim::units::parse_probability)
+            .map(tcpfec_channel::units::parse_probability)
             .collect::<Result<_, _>>()
             .map_err(|e| format!("--loss: {e}"))?;
         return crate::emu_bench::run(&crate::emu_bench::Plan {
-            rate: tcpfec_sim::units::parse_rate(&a.rate).map_err(|e| format!("--rate: {e}"))?,
-            rtt: tcpfec_sim::units::parse_duration(&a.rtt).map_err(|e| format!("--rtt: {e}"))?,
+            rate: tcpfec_channel::units::parse_rate(&a.rate).map_err(|e| format!("--rate: {e}"))?,
+            rtt: tcpfec_channel::units::parse_duration(&a.rtt)
+                .map_err(|e| format!("--rtt: {e}"))?,
             losses,
             seconds: a.seconds,
             bytes: a.emu_bytes,

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tcpfec_channel::{units, LossSpec};
 use tcpfec_net::control::CloseCode;
 use tcpfec_net::printable::printable;
 use tcpfec_net::relay::{LinkSpec, Relay, RelayConfig};
@@ -19,7 +20,6 @@ use tcpfec_net::{
     Endpoint, EndpointConfig, EndpointStats, Psk, RetryPolicy, Stream, DEFAULT_SCHEME,
 };
 use tcpfec_proto::{Scheme, Stats};
-use tcpfec_sim::{units, LossSpec};
 
 /// Key and encryption flags shared by every command that talks.
 #[derive(Args, Clone)]

@@ -653,7 +653,7 @@ fn with_port(s: &str) -> String {
 /// Parses a byte count (`10MB`, `1GiB`, `5000000`, `64K`): the simulator's sizes, at
 /// least one byte.
 fn parse_bytes(s: &str) -> Result<u64, String> {
-    match tcpfec_sim::units::parse_size(s)? {
+    match tcpfec_channel::units::parse_size(s)? {
         0 => Err(format!("'{s}': give at least one byte")),
         n => Ok(n),
     }

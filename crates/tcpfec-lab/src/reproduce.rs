@@ -224,12 +224,111 @@ fn prepare(opts: &Options) -> Result<Planned, String> {
     })
 }
 
+/// Flow 0's samples of one run, as the time-series figures draw them.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Samples {
+    delivered: Vec<(f64, f64)>,
+    cwnd: Vec<(f64, f64)>,
+    redundancy: Vec<(f64, f64)>,
+}
+
+/// File in which a shard keeps the samples of its sampled runs, for the merge.
+const SAMPLES_FILE: &str = "samples.csv";
+
+impl Samples {
+    fn of(r: &tcpfec_sim::RunResult) -> Samples {
+        let first = |s: &[Vec<(f64, f64)>]| s.first().cloned().unwrap_or_default();
+        Samples {
+            delivered: first(&r.delivered_series),
+            cwnd: first(&r.cwnd_series),
+            redundancy: first(&r.redundancy_series),
+        }
+    }
+
+    /// The samples of every run of `outcomes`, by run.
+    fn of_all(outcomes: &[Outcome]) -> Vec<Samples> {
+        outcomes.iter().map(|o| Samples::of(&o.result)).collect()
+    }
+
+    /// Writes the samples of the sampled runs among `outcomes` (numbered `ids` in the
+    /// experiment) as `dir/samples.csv`: run, series, time, value. Values are written
+    /// in Rust's shortest round-trip form, so the merge reads back the same numbers.
+    fn write(dir: &Path, outcomes: &[Outcome], ids: &[usize]) -> Result<(), String> {
+        let mut csv = String::from("run,series,time_s,value\n");
+        for (&i, o) in ids.iter().zip(outcomes) {
+            if o.run.scenario.cwnd_sample.is_none() {
+                continue;
+            }
+            let s = Samples::of(&o.result);
+            for (name, pts) in [
+                ("delivered", &s.delivered),
+                ("cwnd", &s.cwnd),
+                ("redundancy", &s.redundancy),
+            ] {
+                for (t, v) in pts {
+                    let _ = writeln!(csv, "{i},{name},{t},{v}");
+                }
+            }
+        }
+        let path = dir.join(SAMPLES_FILE);
+        std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Reads a shard's `samples.csv` into `all` (by run).
+    fn read(dir: &Path, all: &mut [Samples]) -> Result<(), String> {
+        let path = dir.join(SAMPLES_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "{}: {e} (a shard from a tcpfec that kept no samples: run it again)",
+                path.display()
+            )
+        })?;
+        for (n, line) in text.lines().enumerate().skip(1) {
+            let bad = || format!("{}: line {}: '{line}'", path.display(), n + 1);
+            let cells: Vec<&str> = line.split(',').collect();
+            let [run, name, t, v] = cells[..] else {
+                return Err(bad());
+            };
+            let run: usize = run.parse().map_err(|_| bad())?;
+            let point = (
+                t.parse::<f64>().map_err(|_| bad())?,
+                v.parse::<f64>().map_err(|_| bad())?,
+            );
+            let s = all.get_mut(run).ok_or_else(bad)?;
+            match name {
+                "delivered" => s.delivered.push(point),
+                "cwnd" => s.cwnd.push(point),
+                "redundancy" => s.redundancy.push(point),
+                _ => return Err(bad()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Refuses to draw a figure from `records` read back from `results.csv` when its metric
+/// is not a column there (a derived one such as `total_goodput_mbps`): it would come out
+/// empty rather than wrong, but silently.
+fn refuse_missing_metrics(exp: &Experiment, records: &[serde_json::Value]) -> Result<(), String> {
+    for fig in exp.figure.iter().filter(|f| f.x != "time") {
+        for name in fig.metric.split('/') {
+            if !records.iter().any(|r| r.get(name).is_some()) {
+                return Err(format!(
+                    "{}: its metric {name} is not a column of results.csv; run the experiment without --report-only",
+                    fig.id
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Refuses to rebuild outputs without simulating (`from`: what they would come from)
 /// when a figure is a time series: its samples are kept only in memory.
 fn refuse_time_series(exp: &Experiment, from: &str) -> Result<(), String> {
     match exp.figure.iter().find(|f| f.x == "time") {
         Some(f) => Err(format!(
-            "{}: a time-series figure needs its samples, which {from} does not keep; run the experiment without --report-only or --shard",
+            "{}: a time-series figure needs its samples, which {from} does not keep; run the experiment without --report-only",
             f.id
         )),
         None => Ok(()),
@@ -440,10 +539,11 @@ pub fn run(opts: &Options) -> Result<(), String> {
         p.seeds,
         if opts.quick { ", quick" } else { "" }
     );
-    let (records, outcomes) = if opts.report_only {
+    let (records, samples) = if opts.report_only {
         refuse_time_series(&p.exp, "results.csv")?;
         let records = crate::output::read_csv(&out.join("results.csv"), &p.runs)
             .map_err(|e| format!("{e}; run the experiment without --report-only"))?;
+        refuse_missing_metrics(&p.exp, &records)?;
         // Rewritten with a column for every setting (older files lack some).
         crate::output::write_results_csv(out, p.runs.iter(), &records)
             .map_err(|e| format!("{}: {e}", out.display()))?;
@@ -452,9 +552,9 @@ pub fn run(opts: &Options) -> Result<(), String> {
         let outcomes = crate::runner::run_all(p.runs.clone(), opts.progress);
         crate::output::write_csv(out, &outcomes).map_err(|e| format!("{}: {e}", out.display()))?;
         let records = outcomes.iter().map(crate::output::run_json).collect();
-        (records, outcomes)
+        (records, Samples::of_all(&outcomes))
     };
-    write_outputs(&p, opts, &records, &outcomes)
+    write_outputs(&p, opts, &records, &samples)
 }
 
 /// Runs one shard of the experiment: its rows, `flows.csv` with experiment-wide run
@@ -481,6 +581,8 @@ fn run_shard(p: &Planned, opts: &Options, shard: crate::shard::Shard) -> Result<
     let outcomes = crate::runner::run_all(mine, opts.progress);
     crate::output::write_csv_numbered(&out, &outcomes, &ids)
         .map_err(|e| format!("{}: {e}", out.display()))?;
+    crate::shard::write_records(&out, &outcomes)?;
+    Samples::write(&out, &outcomes, &ids)?;
     crate::shard::Manifest {
         experiment: opts.experiment.clone(),
         experiment_hash: p.hash.clone(),
@@ -534,8 +636,13 @@ pub fn merge(dirs: &[PathBuf], manifests: &[Manifest], out: Option<PathBuf>) -> 
             m.total_runs
         ));
     }
-    refuse_time_series(&p.exp, "a shard")?;
     let (records, flows) = crate::shard::gather(dirs, manifests, &p.runs)?;
+    let mut samples = vec![Samples::default(); p.runs.len()];
+    if p.exp.figure.iter().any(|f| f.x == "time") {
+        for dir in dirs {
+            Samples::read(dir, &mut samples)?;
+        }
+    }
     crate::shard::write_merged(&p.out, &p.runs, &records, &flows)?;
     eprintln!(
         "{}: {} runs from {} shards",
@@ -543,16 +650,16 @@ pub fn merge(dirs: &[PathBuf], manifests: &[Manifest], out: Option<PathBuf>) -> 
         p.runs.len(),
         dirs.len()
     );
-    write_outputs(&p, &opts, &records, &[])
+    write_outputs(&p, &opts, &records, &samples)
 }
 
 /// Figures, figure CSVs and `report.md` of an experiment from its runs' records (a
-/// time-series figure reads the samples of `outcomes`), into `p.out`.
+/// time-series figure reads the runs' `samples`), into `p.out`.
 fn write_outputs(
     p: &Planned,
     opts: &Options,
     records: &[serde_json::Value],
-    outcomes: &[Outcome],
+    samples: &[Samples],
 ) -> Result<(), String> {
     let Planned {
         exp,
@@ -577,8 +684,7 @@ fn write_outputs(
     let mut fig_md = String::new();
     let mut compared: Option<(String, Vec<crate::compare::Row>)> = None;
     for (fig, fcells) in exp.figure.iter().zip(cells) {
-        let (md, Points { means: m, sds: s }) =
-            figure_outputs(fig, fcells, records, outcomes, out)?;
+        let (md, Points { means: m, sds: s }) = figure_outputs(fig, fcells, records, samples, out)?;
         for ((series, x), v) in s {
             sds.insert((fig.id.clone(), series, x), v);
         }
@@ -666,16 +772,16 @@ fn write_outputs(
 }
 
 /// One figure's CSV, SVG and report section from the runs' records (`run_json`); a
-/// time-series figure reads the samples of `outcomes`.
+/// time-series figure reads the runs' `samples`.
 fn figure_outputs(
     fig: &Figure,
     cells: &[Cell],
     records: &[serde_json::Value],
-    outcomes: &[Outcome],
+    samples: &[Samples],
     out: &Path,
 ) -> Result<(String, Points), String> {
     if fig.x == "time" {
-        return time_series_outputs(fig, cells, outcomes, out);
+        return time_series_outputs(fig, cells, samples, out);
     }
     let mut csv = format!("{},{},mean,sd,n\n", fig.series_axis, fig.x);
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
@@ -764,16 +870,16 @@ fn figure_outputs(
 fn time_series_outputs(
     fig: &Figure,
     cells: &[Cell],
-    outcomes: &[Outcome],
+    samples: &[Samples],
     out: &Path,
 ) -> Result<(String, Points), String> {
     let mut csv = format!("{},time_s,value\n", fig.series_axis);
     let mut series = Vec::new();
     for c in cells {
-        let r = &outcomes[c.runs[0]].result;
+        let r = &samples[c.runs[0]];
         let pts: Vec<(f64, f64)> = match fig.metric.as_str() {
             "goodput" => {
-                let d = r.delivered_series.first().cloned().unwrap_or_default();
+                let d = &r.delivered;
                 // Every 10th sample is one second apart.
                 d.iter()
                     .step_by(10)
@@ -782,8 +888,8 @@ fn time_series_outputs(
                     .map(|w| (w[1].0, (w[1].1 - w[0].1) * 8.0 / (w[1].0 - w[0].0) / 1e6))
                     .collect()
             }
-            "cwnd" => r.cwnd_series.first().cloned().unwrap_or_default(),
-            "redundancy" => r.redundancy_series.first().cloned().unwrap_or_default(),
+            "cwnd" => r.cwnd.clone(),
+            "redundancy" => r.redundancy.clone(),
             other => {
                 return Err(format!(
                     "{}: time series metric '{other}' (goodput, cwnd, redundancy)",

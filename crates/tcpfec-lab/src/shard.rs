@@ -273,9 +273,66 @@ pub fn check_complete(manifests: &[Manifest], dirs: &[String]) -> Result<(), Str
     Ok(())
 }
 
+/// File in which a shard keeps each run's full record ([`crate::output::run_json`]),
+/// one JSON object per line: `results.csv` holds only some metrics (a figure of, say,
+/// background goodput needs more), and JSON numbers read back exactly.
+pub const RECORDS: &str = "records.jsonl";
+
+/// Writes the records of a shard's `outcomes` as `dir/records.jsonl`.
+pub fn write_records(dir: &Path, outcomes: &[crate::runner::Outcome]) -> Result<(), String> {
+    let mut text = String::new();
+    for o in outcomes {
+        text += &crate::output::run_json(o).to_string();
+        text.push('\n');
+    }
+    let path = dir.join(RECORDS);
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Reads `dir/records.jsonl`, the records of `runs` in order, checking that each is the
+/// record of its run (same settings and seed).
+fn read_records(dir: &Path, runs: &[Run]) -> Result<Vec<Value>, String> {
+    let path = dir.join(RECORDS);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let records: Vec<Value> = text
+        .lines()
+        .enumerate()
+        .map(|(n, l)| {
+            serde_json::from_str(l).map_err(|e| format!("{}: line {}: {e}", path.display(), n + 1))
+        })
+        .collect::<Result<_, _>>()?;
+    if records.len() != runs.len() {
+        return Err(format!(
+            "{}: {} records for the {} runs its manifest lists",
+            path.display(),
+            records.len(),
+            runs.len()
+        ));
+    }
+    for (n, (record, run)) in records.iter().zip(runs).enumerate() {
+        let mut want: Vec<(String, Value)> = run
+            .params
+            .iter()
+            .map(|(k, v)| (k.replace('-', "_"), Value::from(v.as_str())))
+            .collect();
+        want.push(("seed".into(), Value::from(run.scenario.seed)));
+        for (key, value) in want {
+            if record.get(&key) != Some(&value) {
+                return Err(format!(
+                    "{}: line {}: {key} is {} where the run has {value}",
+                    path.display(),
+                    n + 1,
+                    record.get(&key).unwrap_or(&Value::Null)
+                ));
+            }
+        }
+    }
+    Ok(records)
+}
+
 /// The rows of complete shards `dirs` (with their `manifests`) of the run list `runs`:
-/// each run's record from the shards' `results.csv`, in run order, and the lines of their
-/// `flows.csv` sorted by run (a run's flows keep their order).
+/// each run's record, in run order, and the lines of the shards' `flows.csv` sorted by
+/// run (a run's flows keep their order).
 pub fn gather(
     dirs: &[PathBuf],
     manifests: &[Manifest],
@@ -285,7 +342,7 @@ pub fn gather(
     let mut flows: Vec<(usize, usize, String)> = Vec::new();
     for (dir, man) in dirs.iter().zip(manifests) {
         let mine: Vec<Run> = man.runs.iter().map(|&i| runs[i].clone()).collect();
-        let rows = crate::output::read_csv(&dir.join("results.csv"), &mine)?;
+        let rows = read_records(dir, &mine)?;
         for (&i, r) in man.runs.iter().zip(rows) {
             records[i] = r;
         }

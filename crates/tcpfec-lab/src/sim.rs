@@ -93,6 +93,7 @@ fn run_shard(opts: &Options, runs: Vec<Run>, shard: Shard) -> Result<(), String>
     print_outcomes(opts, &outcomes);
     output::write_csv_numbered(&out, &outcomes, &ids)
         .map_err(|e| format!("--csv {}: {e}", out.display()))?;
+    crate::shard::write_records(&out, &outcomes)?;
     let sweep = spec(opts);
     Manifest {
         experiment: SIM_EXPERIMENT.into(),
