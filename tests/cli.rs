@@ -693,9 +693,41 @@ b = "reno"
         "total.csv",
         "cwnd.csv",
         "cwnd.svg",
+        "samples.csv",
     ] {
         assert_eq!(read("merged", f), read("one", f), "{f}");
     }
+    // A figure of a metric results.csv lacks cannot come back without simulating.
+    let e = tcpfec(&["reproduce", file, "--out", &path("one"), "--report-only"]);
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        msg.contains("total: its metric total_goodput_mbps"),
+        "{msg}"
+    );
+    // A time series can, from samples.csv.
+    let start = experiment.find("[[figure]]\nid = \"total\"").unwrap();
+    let end = start + 1 + experiment[start + 1..].find("[[figure]]").unwrap();
+    let series_only = format!("{}{}", &experiment[..start], &experiment[end..]);
+    std::fs::write(dir.join("series.toml"), &series_only).unwrap();
+    let series_file = dir.join("series.toml");
+    let series_file = series_file.to_str().unwrap();
+    ok(tcpfec(&[
+        "reproduce",
+        series_file,
+        "--out",
+        &path("series"),
+        "-q",
+    ]));
+    let before = read("series", "cwnd.csv");
+    std::fs::remove_file(dir.join("series").join("cwnd.csv")).unwrap();
+    ok(tcpfec(&[
+        "reproduce",
+        series_file,
+        "--out",
+        &path("series"),
+        "--report-only",
+    ]));
+    assert_eq!(read("series", "cwnd.csv"), before);
     assert!(read("one", "total.csv")
         .lines()
         .nth(1)

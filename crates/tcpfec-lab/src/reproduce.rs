@@ -232,7 +232,8 @@ struct Samples {
     redundancy: Vec<(f64, f64)>,
 }
 
-/// File in which a shard keeps the samples of its sampled runs, for the merge.
+/// File in which a run (or a shard) keeps the samples of its time-series runs, from which
+/// `--report-only` and a merge redraw those figures.
 const SAMPLES_FILE: &str = "samples.csv";
 
 impl Samples {
@@ -250,16 +251,18 @@ impl Samples {
         outcomes.iter().map(|o| Samples::of(&o.result)).collect()
     }
 
-    /// Writes the samples of the sampled runs among `outcomes` (numbered `ids` in the
-    /// experiment) as `dir/samples.csv`: run, series, time, value. Values are written
-    /// in Rust's shortest round-trip form, so the merge reads back the same numbers.
-    fn write(dir: &Path, outcomes: &[Outcome], ids: &[usize]) -> Result<(), String> {
+    /// Writes `dir/samples.csv` (run, series, time, value) from `rows`: (run number in
+    /// the experiment, its run, its samples), of which the sampled runs are kept. Values
+    /// are written in Rust's shortest round-trip form, so they read back the same.
+    fn write<'a>(
+        dir: &Path,
+        rows: impl Iterator<Item = (usize, &'a Run, &'a Samples)>,
+    ) -> Result<(), String> {
         let mut csv = String::from("run,series,time_s,value\n");
-        for (&i, o) in ids.iter().zip(outcomes) {
-            if o.run.scenario.cwnd_sample.is_none() {
+        for (i, run, s) in rows {
+            if run.scenario.cwnd_sample.is_none() {
                 continue;
             }
-            let s = Samples::of(&o.result);
             for (name, pts) in [
                 ("delivered", &s.delivered),
                 ("cwnd", &s.cwnd),
@@ -274,12 +277,12 @@ impl Samples {
         std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Reads a shard's `samples.csv` into `all` (by run).
+    /// Reads `dir/samples.csv` (a shard's, or a whole run's) into `all` (by run).
     fn read(dir: &Path, all: &mut [Samples]) -> Result<(), String> {
         let path = dir.join(SAMPLES_FILE);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             format!(
-                "{}: {e} (a shard from a tcpfec that kept no samples: run it again)",
+                "{}: {e} (written by a tcpfec that kept no samples: run it again)",
                 path.display()
             )
         })?;
@@ -306,6 +309,12 @@ impl Samples {
     }
 }
 
+/// Whether any figure of `exp` is a time series: its runs' samples then go to
+/// `samples.csv`, from which `--report-only` and a merge redraw it.
+fn has_time_series(exp: &Experiment) -> bool {
+    exp.figure.iter().any(|f| f.x == "time")
+}
+
 /// Refuses to draw a figure from `records` read back from `results.csv` when its metric
 /// is not a column there (a derived one such as `total_goodput_mbps`): it would come out
 /// empty rather than wrong, but silently.
@@ -321,18 +330,6 @@ fn refuse_missing_metrics(exp: &Experiment, records: &[serde_json::Value]) -> Re
         }
     }
     Ok(())
-}
-
-/// Refuses to rebuild outputs without simulating (`from`: what they would come from)
-/// when a figure is a time series: its samples are kept only in memory.
-fn refuse_time_series(exp: &Experiment, from: &str) -> Result<(), String> {
-    match exp.figure.iter().find(|f| f.x == "time") {
-        Some(f) => Err(format!(
-            "{}: a time-series figure needs its samples, which {from} does not keep; run the experiment without --report-only",
-            f.id
-        )),
-        None => Ok(()),
-    }
 }
 
 /// The text of experiment `name`: a built-in one, or the file at that path.
@@ -540,19 +537,28 @@ pub fn run(opts: &Options) -> Result<(), String> {
         if opts.quick { ", quick" } else { "" }
     );
     let (records, samples) = if opts.report_only {
-        refuse_time_series(&p.exp, "results.csv")?;
         let records = crate::output::read_csv(&out.join("results.csv"), &p.runs)
             .map_err(|e| format!("{e}; run the experiment without --report-only"))?;
         refuse_missing_metrics(&p.exp, &records)?;
+        let mut samples = vec![Samples::default(); p.runs.len()];
+        if has_time_series(&p.exp) {
+            Samples::read(out, &mut samples)
+                .map_err(|e| format!("{e}; run the experiment without --report-only"))?;
+        }
         // Rewritten with a column for every setting (older files lack some).
         crate::output::write_results_csv(out, p.runs.iter(), &records)
             .map_err(|e| format!("{}: {e}", out.display()))?;
-        (records, Vec::new())
+        (records, samples)
     } else {
         let outcomes = crate::runner::run_all(p.runs.clone(), opts.progress);
         crate::output::write_csv(out, &outcomes).map_err(|e| format!("{}: {e}", out.display()))?;
         let records = outcomes.iter().map(crate::output::run_json).collect();
-        (records, Samples::of_all(&outcomes))
+        let samples = Samples::of_all(&outcomes);
+        if has_time_series(&p.exp) {
+            let rows = p.runs.iter().zip(&samples).enumerate();
+            Samples::write(out, rows.map(|(i, (r, s))| (i, r, s)))?;
+        }
+        (records, samples)
     };
     write_outputs(&p, opts, &records, &samples)
 }
@@ -582,7 +588,9 @@ fn run_shard(p: &Planned, opts: &Options, shard: crate::shard::Shard) -> Result<
     crate::output::write_csv_numbered(&out, &outcomes, &ids)
         .map_err(|e| format!("{}: {e}", out.display()))?;
     crate::shard::write_records(&out, &outcomes)?;
-    Samples::write(&out, &outcomes, &ids)?;
+    let samples = Samples::of_all(&outcomes);
+    let rows = ids.iter().zip(&outcomes).zip(&samples);
+    Samples::write(&out, rows.map(|((&i, o), s)| (i, &o.run, s)))?;
     crate::shard::Manifest {
         experiment: opts.experiment.clone(),
         experiment_hash: p.hash.clone(),
@@ -638,12 +646,14 @@ pub fn merge(dirs: &[PathBuf], manifests: &[Manifest], out: Option<PathBuf>) -> 
     }
     let (records, flows) = crate::shard::gather(dirs, manifests, &p.runs)?;
     let mut samples = vec![Samples::default(); p.runs.len()];
-    if p.exp.figure.iter().any(|f| f.x == "time") {
+    crate::shard::write_merged(&p.out, &p.runs, &records, &flows)?;
+    if has_time_series(&p.exp) {
         for dir in dirs {
             Samples::read(dir, &mut samples)?;
         }
+        let rows = p.runs.iter().zip(&samples).enumerate();
+        Samples::write(&p.out, rows.map(|(i, (r, s))| (i, r, s)))?;
     }
-    crate::shard::write_merged(&p.out, &p.runs, &records, &flows)?;
     eprintln!(
         "{}: {} runs from {} shards",
         p.exp.id,
