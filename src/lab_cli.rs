@@ -134,16 +134,8 @@ pub struct SimArgs {
     /// rate) as DIR/cwnd-RUN.csv, and DIR/cwnd.svg when there are at most 6 runs.
     #[arg(long, value_name = "DIR")]
     trace: Option<PathBuf>,
-    /// Run only the K-th of N shards of the runs (balanced by expected cost) and write
-    /// their rows and a manifest to DIR/shard-K-of-N (needs --csv DIR); join the shards
-    /// with `tcpfec merge DIR/shard-*`. For job arrays (Slurm, Kubernetes).
-    #[arg(long, value_name = "K/N")]
-    shard: Option<Shard>,
-    /// Without --shard: the shard comes from the job array, Slurm's
-    /// SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or a Kubernetes Indexed Job's
-    /// JOB_COMPLETION_INDEX, which needs this count of shards.
-    #[arg(long, value_name = "N", conflicts_with = "shard")]
-    shards: Option<usize>,
+    #[command(flatten)]
+    shard: ShardArgs,
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
@@ -211,7 +203,7 @@ impl SimArgs {
 
 /// Runs `tcpfec sim` with these flags.
 pub fn sim(args: SimArgs) -> Result<(), String> {
-    let shard = job_array_shard(args.shard, args.shards)?;
+    let shard = args.shard.resolve()?;
     tcpfec_lab::sim::run(&tcpfec_lab::sim::Options {
         axes: args.axes()?,
         seed: args.seed,
@@ -228,20 +220,36 @@ pub fn sim(args: SimArgs) -> Result<(), String> {
     })
 }
 
-/// The shard to run: `--shard` as given, else the job array's task (see
-/// [`tcpfec_lab::shard::from_job_array`]), said on stderr so a task's log shows which it ran.
-pub fn job_array_shard(
-    given: Option<Shard>,
+/// Which slice of the runs to run, for `sim` and `reproduce` in a job array.
+#[derive(Args)]
+pub struct ShardArgs {
+    /// Run only the K-th of N shards of the runs (balanced by expected cost) and write
+    /// their rows and a manifest to a directory shard-K-of-N (`reproduce`: under
+    /// results/<ID>, or --out itself; `sim`: under --csv DIR); join the shards with
+    /// `tcpfec merge`. For job arrays (Slurm, Kubernetes).
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
+    /// Without --shard: the shard comes from the job array, Slurm's
+    /// SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or a Kubernetes Indexed Job's
+    /// JOB_COMPLETION_INDEX, which needs this count of shards.
+    #[arg(long, value_name = "N", conflicts_with = "shard")]
     shards: Option<usize>,
-) -> Result<Option<Shard>, String> {
-    if given.is_some() {
-        return Ok(given);
+}
+
+impl ShardArgs {
+    /// The shard to run: `--shard` as given, else the job array's task (see
+    /// [`tcpfec_lab::shard::from_job_array`]), said on stderr so a task's log shows which
+    /// it ran; `None` to run everything.
+    pub fn resolve(&self) -> Result<Option<Shard>, String> {
+        if self.shard.is_some() {
+            return Ok(self.shard);
+        }
+        let found = tcpfec_lab::shard::from_job_array(self.shards, |k| std::env::var(k).ok())?;
+        Ok(found.map(|(sh, from)| {
+            eprintln!("shard {}/{} from {from}", sh.index, sh.count);
+            sh
+        }))
     }
-    let found = tcpfec_lab::shard::from_job_array(shards, |k| std::env::var(k).ok())?;
-    Ok(found.map(|(sh, from)| {
-        eprintln!("shard {}/{} from {from}", sh.index, sh.count);
-        sh
-    }))
 }
 
 /// The flags of `tcpfec validate`.

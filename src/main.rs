@@ -10,11 +10,10 @@ mod net_cli;
 mod perf_cli;
 
 use clap::{Parser, Subcommand};
-use lab_cli::{job_array_shard, SimArgs, ValidateArgs};
+use lab_cli::{ShardArgs, SimArgs, ValidateArgs};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tcpfec_lab::shard::Shard;
 use tcpfec_lab::{bench, bench_fuzz, calibrate, demo, model, reproduce, sweep};
 
 /// TCP-like reliable transport with adaptive forward error correction: a deterministic
@@ -65,16 +64,8 @@ enum Command {
         /// output directory; refused if its rows are not exactly that run's.
         #[arg(long)]
         report_only: bool,
-        /// Run only the K-th of N shards of the run list (balanced by expected cost) and
-        /// write its rows and a manifest to results/<ID>/shard-K-of-N (or --out); join
-        /// the shards with `tcpfec merge`. For job arrays (Slurm, Kubernetes).
-        #[arg(long, value_name = "K/N")]
-        shard: Option<Shard>,
-        /// Without --shard: the shard comes from the job array, Slurm's
-        /// SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or a Kubernetes Indexed Job's
-        /// JOB_COMPLETION_INDEX, which needs this count of shards.
-        #[arg(long, value_name = "N", conflicts_with = "shard")]
-        shards: Option<usize>,
+        #[command(flatten)]
+        shard: ShardArgs,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -86,15 +77,16 @@ enum Command {
         #[arg(long)]
         i_know: bool,
     },
-    /// Join the shard directories of one `reproduce --shard K/N` run into the outputs a
-    /// single run writes (results.csv, flows.csv, figures, report.md; only wall times
-    /// differ). Refuses shards of different experiments or versions, and names any run
-    /// missing or given twice.
+    /// Join the shard directories of one `reproduce --shard K/N` or `sim --shard K/N` run
+    /// into the outputs a single run writes (results.csv, flows.csv, and for reproduce the
+    /// figures and report.md; only wall times differ). Refuses shards of different
+    /// experiments, sweeps or versions, and names any run missing or given twice.
     Merge {
         /// The shard directories, one per shard.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
-        /// Output directory [default: results/<ID>].
+        /// Output directory [default: results/<ID>, or for a sim sweep the directory
+        /// holding the shards].
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -261,11 +253,10 @@ fn main() -> ExitCode {
             out,
             report_only,
             shard,
-            shards,
             quiet,
             max_runs,
             i_know,
-        } => match job_array_shard(shard, shards) {
+        } => match shard.resolve() {
             Err(e) => Err(e),
             Ok(shard) => reproduce::run(&reproduce::Options {
                 experiment,

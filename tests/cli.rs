@@ -1,14 +1,11 @@
 //! The command line as a user meets it: the demo, JSON output, sweeps and bad input.
 
-use std::process::Command;
+mod common;
+
+use common::without_column;
 
 fn tcpfec(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tcpfec"))
-        .args(args)
-        // A test run inside a Slurm job array must not shard the experiments it runs.
-        .env_remove("SLURM_ARRAY_TASK_ID")
-        .output()
-        .expect("run tcpfec")
+    common::tcpfec().args(args).output().expect("run tcpfec")
 }
 
 fn without_wall_time(json: &str) -> Vec<serde_json::Value> {
@@ -564,41 +561,6 @@ b = "reno"
 }
 
 /// A CSV file without column `name` (cells without commas, as tcpfec writes them here).
-fn without_column(csv: &str, name: &str) -> String {
-    // Cells split at commas outside double quotes (a Gilbert–Elliott model is one quoted
-    // cell with commas in it).
-    let cells = |line: &str| -> Vec<String> {
-        let mut out = vec![String::new()];
-        let mut quoted = false;
-        for c in line.chars() {
-            match c {
-                '"' => quoted = !quoted,
-                ',' if !quoted => {
-                    out.push(String::new());
-                    continue;
-                }
-                _ => {}
-            }
-            out.last_mut().unwrap().push(c);
-        }
-        out
-    };
-    let header = cells(csv.lines().next().unwrap_or_default());
-    let at = header
-        .iter()
-        .position(|c| c == name)
-        .unwrap_or_else(|| panic!("no {name} column"));
-    csv.lines()
-        .map(|l| {
-            let mut row = cells(l);
-            assert_eq!(row.len(), header.len(), "row of another width: {l}");
-            row.remove(at);
-            row.join(",")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[test]
 fn four_shards_merge_into_exactly_what_one_process_writes() {
     let dir = std::env::temp_dir().join(format!("tcpfec-shards-{}", std::process::id()));

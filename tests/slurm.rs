@@ -3,6 +3,9 @@
 //! a dependent job, must write what one process writes. Skipped, with a message, where
 //! no Slurm answers; `sudo deploy/slurm/single-node.sh` sets up a one-node Slurm.
 
+mod common;
+
+use common::without_column;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -54,10 +57,9 @@ fn submit(dir: &Path, script: &str, args: &[&str]) {
 }
 
 fn tcpfec(dir: &Path, args: &[&str]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tcpfec"))
+    let out = common::tcpfec()
         .args(args)
         .current_dir(dir)
-        .env_remove("SLURM_ARRAY_TASK_ID")
         .output()
         .expect("run tcpfec");
     assert!(
@@ -65,21 +67,6 @@ fn tcpfec(dir: &Path, args: &[&str]) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// `csv` without its `wall_s` column (the one thing a merge may change).
-fn without_wall_time(csv: &str) -> Vec<Vec<String>> {
-    let rows: Vec<Vec<String>> = csv
-        .lines()
-        .map(|l| l.split(',').map(String::from).collect())
-        .collect();
-    let at = rows[0].iter().position(|c| c == "wall_s").expect("wall_s");
-    rows.into_iter()
-        .map(|mut r| {
-            r.remove(at);
-            r
-        })
-        .collect()
 }
 
 fn read(dir: &Path, file: &str) -> String {
@@ -117,8 +104,8 @@ fn a_slurm_job_array_of_four_shards_merges_into_what_one_process_writes() {
         );
     }
     assert_eq!(
-        without_wall_time(&read(&dir, "array/results.csv")),
-        without_wall_time(&read(&dir, "one/results.csv"))
+        without_column(&read(&dir, "array/results.csv"), "wall_s"),
+        without_column(&read(&dir, "one/results.csv"), "wall_s")
     );
     assert_eq!(read(&dir, "array/flows.csv"), read(&dir, "one/flows.csv"));
     // An experiment, through reproduce.sbatch and merge.sbatch.
@@ -147,8 +134,8 @@ y_label = "Goodput"
     tcpfec(&dir, &["reproduce", "tiny.toml", "-q", "--out", "tiny-one"]);
     submit(&dir, "submit.sh", &["tiny.toml", "4", "tiny"]);
     assert_eq!(
-        without_wall_time(&read(&dir, "results/tiny/results.csv")),
-        without_wall_time(&read(&dir, "tiny-one/results.csv"))
+        without_column(&read(&dir, "results/tiny/results.csv"), "wall_s"),
+        without_column(&read(&dir, "tiny-one/results.csv"), "wall_s")
     );
     for f in ["flows.csv", "report.md", "f.csv"] {
         assert_eq!(

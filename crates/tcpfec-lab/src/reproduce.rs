@@ -567,27 +567,12 @@ pub fn run(opts: &Options) -> Result<(), String> {
 /// numbers, and the manifest `tcpfec merge` checks, in `--out` (default
 /// `results/<id>/shard-K-of-N`).
 fn run_shard(p: &Planned, opts: &Options, shard: crate::shard::Shard) -> Result<(), String> {
-    let total = p.runs.len();
-    let ids = crate::shard::select(&p.runs, shard);
-    let mine: Vec<Run> = ids.iter().map(|&i| p.runs[i].clone()).collect();
-    opts.limits.check(&mine)?;
     let out = opts
         .out
         .clone()
         .unwrap_or_else(|| p.out.join(shard.dir_name()));
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    eprintln!(
-        "{}: shard {}/{}: {} of {} runs",
-        p.exp.id,
-        shard.index,
-        shard.count,
-        mine.len(),
-        total
-    );
-    let outcomes = crate::runner::run_all(mine, opts.progress);
-    crate::output::write_csv_numbered(&out, &outcomes, &ids)
-        .map_err(|e| format!("{}: {e}", out.display()))?;
-    crate::shard::write_records(&out, &outcomes)?;
+    let (ids, outcomes) =
+        crate::shard::run(&p.exp.id, &p.runs, shard, &opts.limits, opts.progress, &out)?;
     let samples = Samples::of_all(&outcomes);
     let rows = ids.iter().zip(&outcomes).zip(&samples);
     Samples::write(&out, rows.map(|((&i, o), s)| (i, &o.run, s)))?;
@@ -598,7 +583,7 @@ fn run_shard(p: &Planned, opts: &Options, shard: crate::shard::Shard) -> Result<
         seeds: opts.seeds,
         shard: shard.index,
         shards: shard.count,
-        total_runs: total,
+        total_runs: p.runs.len(),
         runs: ids,
         version: env!("CARGO_PKG_VERSION").into(),
         sweep: None,

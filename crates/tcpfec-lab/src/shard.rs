@@ -67,6 +67,36 @@ pub fn select(runs: &[Run], shard: Shard) -> Vec<usize> {
     mine
 }
 
+/// Runs `shard` of `runs` (after `limits` accept its part) and writes its rows into
+/// `out`: `results.csv`, `flows.csv` with run-list-wide run numbers, `records.jsonl`.
+/// Returns the shard's run ids and outcomes; the caller adds what its kind of run keeps
+/// besides, and the manifest. `label` names the run in the progress line on stderr.
+pub fn run(
+    label: &str,
+    runs: &[Run],
+    shard: Shard,
+    limits: &crate::sweep::Limits,
+    progress: bool,
+    out: &Path,
+) -> Result<(Vec<usize>, Vec<crate::runner::Outcome>), String> {
+    let ids = select(runs, shard);
+    let mine: Vec<Run> = ids.iter().map(|&i| runs[i].clone()).collect();
+    limits.check(&mine)?;
+    let fail = |e: std::io::Error| format!("{}: {e}", out.display());
+    std::fs::create_dir_all(out).map_err(fail)?;
+    eprintln!(
+        "{label}: shard {}/{}: {} of {} runs",
+        shard.index,
+        shard.count,
+        mine.len(),
+        runs.len()
+    );
+    let outcomes = crate::runner::run_all(mine, progress);
+    crate::output::write_csv_numbered(out, &outcomes, &ids).map_err(fail)?;
+    write_records(out, &outcomes)?;
+    Ok((ids, outcomes))
+}
+
 /// The shard a job-array task runs when `--shard` is not given: Slurm's
 /// `SLURM_ARRAY_TASK_ID` (counted from `SLURM_ARRAY_TASK_MIN`, default 0) of
 /// `SLURM_ARRAY_TASK_COUNT` (or `shards`), or a Kubernetes Indexed Job's
@@ -279,7 +309,7 @@ pub fn check_complete(manifests: &[Manifest], dirs: &[String]) -> Result<(), Str
 pub const RECORDS: &str = "records.jsonl";
 
 /// Writes the records of a shard's `outcomes` as `dir/records.jsonl`.
-pub fn write_records(dir: &Path, outcomes: &[crate::runner::Outcome]) -> Result<(), String> {
+fn write_records(dir: &Path, outcomes: &[crate::runner::Outcome]) -> Result<(), String> {
     let mut text = String::new();
     for o in outcomes {
         text += &crate::output::run_json(o).to_string();

@@ -35,7 +35,7 @@ pub struct Options {
 pub fn run(opts: &Options) -> Result<(), String> {
     let mut runs = opts.axes.expand(opts.seed, opts.seeds, &opts.limits)?;
     if let Some(shard) = opts.shard {
-        return run_shard(opts, runs, shard);
+        return run_shard(opts, &runs, shard);
     }
     opts.limits.check(&runs)?;
     if opts.trace.is_some() {
@@ -67,7 +67,7 @@ fn spec(opts: &Options) -> SweepSpec {
     }
 }
 
-fn run_shard(opts: &Options, runs: Vec<Run>, shard: Shard) -> Result<(), String> {
+fn run_shard(opts: &Options, runs: &[Run], shard: Shard) -> Result<(), String> {
     let Some(dir) = &opts.csv else {
         return Err(
             "--shard needs --csv DIR: the shard's rows and manifest go to \
@@ -78,22 +78,9 @@ fn run_shard(opts: &Options, runs: Vec<Run>, shard: Shard) -> Result<(), String>
     if opts.trace.is_some() {
         return Err("--trace cannot be sharded: time series are written by one process".into());
     }
-    let total = runs.len();
-    let ids = crate::shard::select(&runs, shard);
-    let mine: Vec<Run> = ids.iter().map(|&i| runs[i].clone()).collect();
-    opts.limits.check(&mine)?;
     let out = dir.join(shard.dir_name());
-    eprintln!(
-        "sim: shard {}/{}: {} of {total} runs",
-        shard.index,
-        shard.count,
-        mine.len()
-    );
-    let outcomes = crate::runner::run_all(mine, opts.progress);
+    let (ids, outcomes) = crate::shard::run("sim", runs, shard, &opts.limits, opts.progress, &out)?;
     print_outcomes(opts, &outcomes);
-    output::write_csv_numbered(&out, &outcomes, &ids)
-        .map_err(|e| format!("--csv {}: {e}", out.display()))?;
-    crate::shard::write_records(&out, &outcomes)?;
     let sweep = spec(opts);
     Manifest {
         experiment: SIM_EXPERIMENT.into(),
@@ -102,7 +89,7 @@ fn run_shard(opts: &Options, runs: Vec<Run>, shard: Shard) -> Result<(), String>
         seeds: Some(opts.seeds),
         shard: shard.index,
         shards: shard.count,
-        total_runs: total,
+        total_runs: runs.len(),
         runs: ids,
         version: env!("CARGO_PKG_VERSION").into(),
         sweep: Some(sweep),
