@@ -116,7 +116,12 @@ pub fn section(compared: &str, rows: &[Row]) -> (String, String) {
         let _ = writeln!(
             csv,
             "{},{},{},{},{},{}",
-            r.figure, r.x, r.value, r.best, r.best_value, r.ratio
+            r.figure,
+            crate::output::csv_text(&r.x),
+            r.value,
+            r.best,
+            r.best_value,
+            r.ratio
         );
     }
     md.push('\n');
@@ -166,5 +171,20 @@ mod tests {
         );
         assert!(md.contains("Lowest: 0.500"), "{md}");
         assert_eq!(csv.lines().count(), 5);
+    }
+
+    #[test]
+    fn a_gilbert_elliott_point_is_one_quoted_cell() {
+        let row = Row {
+            figure: "f".into(),
+            x: "0.005051,0.500000,0,1".into(),
+            value: 1.0,
+            best: "bbr".into(),
+            best_value: 2.0,
+            ratio: 0.5,
+        };
+        let (_, csv) = section("auto", &[row]);
+        let line = csv.lines().nth(1).unwrap();
+        assert_eq!(line, "f,\"0.005051,0.500000,0,1\",1,bbr,2,0.5");
     }
 }

@@ -109,11 +109,20 @@ fn csv_columns<'a>(runs: impl Iterator<Item = &'a crate::sweep::Run>) -> Vec<Str
     cols
 }
 
+/// `s` as one CSV cell: quoted (inner quotes doubled) if it holds a comma or a quote, as
+/// a Gilbert-Elliott setting does.
+pub fn csv_text(s: &str) -> String {
+    if s.contains([',', '"']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
 fn csv_cell(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
-        Value::String(s) if s.contains([',', '"']) => format!("\"{}\"", s.replace('"', "\"\"")),
-        Value::String(s) => s.clone(),
+        Value::String(s) => csv_text(s),
         // A list (or anything else with a comma) is one quoted cell.
         other => csv_cell(&Value::String(other.to_string())),
     }

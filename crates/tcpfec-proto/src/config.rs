@@ -46,7 +46,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
         ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe, cubic (SACK recovery, CUBIC window), bbr or bbr1 (SACK recovery, paced BBR v3 / v1)"),
     ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
     ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
-    ("auto[-base]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a 1e-3 block-failure target at the least overhead (2 % probe on a clean path), block length within a quarter of the window (a whole one where one repair per window meets the target); recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic (docs/auto.md)"),
+    ("auto[-base]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a 1e-3 block-failure target at the least overhead (1 % probe on a clean path), block length within a quarter of the window (a whole one where one repair per window meets the target); recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic (docs/auto.md)"),
     ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --target-rate or --app-rate, NewReno base"),
     ("afec-raw100", "TCP-AFEC with K=100 and 100 levels (the paper's AFEC(raw100))"),
     ("tfec", "TCP-TFEC (Teshima T3): Reed-Solomon blocks of K=100, repairs from the calibrated loss-rate table (+1) at the loss measured every 5 s (gamma 0.8), window capped at target x RTT x redundancy, NewReno base"),
@@ -265,7 +265,7 @@ fn parse_fec(name: &str) -> Result<Scheme, String> {
             suppress_dupacks: suppress,
             ecn_factor,
             repairs: 1,
-            flush_at_flight_end: false,
+            flush_at_flight_end: None,
             close_at_stream_end: false,
             repeat_recovery_ack: false,
             protect_retransmissions: true,
@@ -307,7 +307,7 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
             ecn_factor: None,
             repairs: m,
             // A1: the sender may send "fewer error correcting packets at the window end".
-            flush_at_flight_end: true,
+            flush_at_flight_end: Some(0.5),
             close_at_stream_end: false,
             repeat_recovery_ack: true,
             protect_retransmissions: false,
@@ -340,6 +340,13 @@ fn base_controller(base: &str) -> Result<(Recovery, CcKind), String> {
     })
 }
 
+/// How long `auto` waits, as a share of the smoothed RTT without ACKs, before it closes
+/// the open block of a stalled flight: a loss in that flight waits as long for its repair.
+/// At half a round trip (the seed schemes' wait) a loss in the first flight of a 100 KB
+/// transfer cost 100 ms on a 200 ms path, where its block's repair could have followed the
+/// flight at once (`docs/auto.md`).
+const AUTO_FLIGHT_END_WAIT: f64 = 0.125;
+
 /// Parses `auto[-BASE]`: Reed-Solomon blocks sized from the measured channel
 /// (`fec::auto`, docs/auto.md) over BASE's congestion control, BBR v3 by default.
 /// Recovered losses are hidden from the controller as in Anker's schemes; blocks close at
@@ -363,7 +370,7 @@ fn parse_auto(name: &str) -> Result<Scheme, String> {
             suppress_dupacks: true,
             ecn_factor: None,
             repairs: start.m as u8,
-            flush_at_flight_end: true,
+            flush_at_flight_end: Some(AUTO_FLIGHT_END_WAIT),
             close_at_stream_end: true,
             repeat_recovery_ack: true,
             protect_retransmissions: false,
@@ -402,7 +409,7 @@ fn teshima(name: &str) -> Scheme {
             suppress_dupacks: true,
             ecn_factor: None,
             repairs: 1,
-            flush_at_flight_end: true,
+            flush_at_flight_end: Some(0.5),
             close_at_stream_end: false,
             repeat_recovery_ack: true,
             protect_retransmissions: false,
@@ -442,7 +449,7 @@ fn parse_ferlin(name: &str) -> Result<Scheme, String> {
             suppress_dupacks: true,
             ecn_factor,
             repairs: 1,
-            flush_at_flight_end: true,
+            flush_at_flight_end: Some(0.5),
             close_at_stream_end: false,
             repeat_recovery_ack: true,
             protect_retransmissions: false,

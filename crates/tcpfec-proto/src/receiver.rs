@@ -593,7 +593,7 @@ mod tests {
             suppress_dupacks: suppress,
             ecn_factor: Some(0.7),
             repairs: 1,
-            flush_at_flight_end: false,
+            flush_at_flight_end: None,
             close_at_stream_end: false,
             repeat_recovery_ack: false,
             protect_retransmissions: false,

@@ -582,13 +582,15 @@ impl Sender {
         }))
     }
 
-    /// The sender is blocked by a window: if no ACK comes for half a round trip, the open
-    /// groups will be closed early (see `FecConfig::flush_at_flight_end`).
+    /// The sender is blocked by a window: if no ACK comes for a while, the open groups will
+    /// be closed early (see `FecConfig::flush_at_flight_end`).
     fn arm_flush(&mut self, now: Instant) {
         if let Some((enc, f)) = self.fec.as_ref() {
-            if f.flush_at_flight_end && enc.has_open_group() && self.flush_deadline.is_none() {
-                let wait = self.rtt.srtt().unwrap_or_else(|| self.rtt.rto()) / 2;
-                self.flush_deadline = Some(now + wait);
+            if let Some(share) = f.flush_at_flight_end {
+                if enc.has_open_group() && self.flush_deadline.is_none() {
+                    let rtt = self.rtt.srtt().unwrap_or_else(|| self.rtt.rto());
+                    self.flush_deadline = Some(now + rtt.mul_f64(share));
+                }
             }
         }
     }

@@ -145,6 +145,6 @@ fn reed_solomon_rebuilds_several_losses_per_block() {
     );
     // Full blocks only, so the redundancy is exactly M/(N+M); early closing of stalled
     // blocks has its own test (flight_end_flush.rs).
-    sc.scheme.fec.as_mut().unwrap().flush_at_flight_end = false;
+    sc.scheme.fec.as_mut().unwrap().flush_at_flight_end = None;
     assert_rebuilds(&run(&sc), 40, 2.0 / 18.0);
 }

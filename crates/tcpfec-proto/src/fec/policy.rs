@@ -57,12 +57,15 @@ pub struct FecConfig {
     /// Repair packets per group: 1 = XOR, M > 1 = Reed-Solomon (K+M, K).
     pub repairs: u8,
     /// Close the open groups when the window stops the sender and no ACK has come for
-    /// half a round trip (the end of a stalled flight), not only when a group fills or
-    /// data runs out. Without it a block larger than the window never completes while
-    /// the receiver withholds duplicate ACKs, and every loss in it waits for the
-    /// retransmission timer. Sato's schemes size groups from cwnd and keep this off, as
-    /// the dissertation describes them.
-    pub flush_at_flight_end: bool,
+    /// this share of the smoothed round trip (the end of a stalled flight), not only when
+    /// a group fills or data runs out. Without it a block larger than the window never
+    /// completes while the receiver withholds duplicate ACKs, and every loss in it waits
+    /// for the retransmission timer. Anker's and Teshima's schemes wait half a round trip;
+    /// `auto` an eighth, since a loss in the flight waits that long for its repair (in
+    /// a running ACK clock the gap between ACKs is a packet time, far below either).
+    /// Sato's schemes size groups from cwnd and keep this off (`None`), as the
+    /// dissertation describes them.
+    pub flush_at_flight_end: Option<f64>,
     /// Once the stream has ended (FIN queued), close the open group right after its last
     /// member instead of half a round trip later: nothing more can join it, and a loss at
     /// the transfer's tail is repaired sooner. `auto` only; the seed schemes keep the wait

@@ -16,8 +16,10 @@ use super::channel::ChannelEstimate;
 pub const MAX_BLOCK: usize = 255;
 
 /// The probe level of redundancy on a path with no loss measured: one repair per this many
-/// packets at most (2 %), which also keeps measuring whether repair would help.
-pub const PROBE_BLOCK: usize = 50;
+/// packets at most (1 %), which also keeps measuring whether repair would help. At 2 %
+/// (one per 50) a clean path's bulk goodput stayed 5 % below CUBIC's, 2 points of it the
+/// probe's, on top of what BBR's own probing costs.
+pub const PROBE_BLOCK: usize = 100;
 
 /// A chosen code: K data packets and M repairs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,7 +187,7 @@ mod tests {
     #[test]
     fn a_clean_path_gets_the_probe_level_only() {
         let c = size_code(&est(0.0, 1.0), 1e-3, 200, 200);
-        assert!(c.overhead() <= 0.02, "{c:?}");
+        assert!(c.overhead() <= 0.01, "{c:?}");
         let short = size_code(&est(0.0, 1.0), 1e-3, 10, 10);
         assert_eq!(short, CodeSize { k: 10, m: 1 });
     }
