@@ -51,7 +51,8 @@ pub struct SimArgs {
     #[arg(long, allow_hyphen_values = true)]
     loss: Option<String>,
     /// Gilbert-Elliott loss instead: p,r,h,k (P good->bad, P bad->good, P deliver in bad,
-    /// P deliver in good); separate several models with ';'.
+    /// P deliver in good), per packet time of the link: an idle link steps the chain too,
+    /// so a burst ends in time; separate several models with ';'.
     #[arg(long, allow_hyphen_values = true)]
     ge: Option<String>,
     /// Random loss on the bottleneck, ACK direction [default: 0].

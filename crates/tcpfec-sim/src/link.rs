@@ -79,14 +79,21 @@ impl Link {
             self.queue_drops += 1;
             return Offer::QueueDrop;
         }
+        let tx = self.tx_time(bytes);
+        // Packet times the link stood idle since the last packet left it: a burst of the
+        // channel is a burst in time (`LossModel::drops_after`).
+        let steps = match self.accepted {
+            0 => 1,
+            _ => 1 + now.saturating_sub(self.last_finish) / tx.max(1),
+        };
         let start = self.last_finish.max(now);
-        let finish = start + self.tx_time(bytes);
+        let finish = start + tx;
         self.last_finish = finish;
         if start > now {
             self.waiting_starts.push_back(start);
         }
         self.accepted += 1;
-        if self.loss.drops(now) {
+        if self.loss.drops_after(now, steps) {
             self.random_drops += 1;
             return Offer::Lost;
         }
@@ -109,6 +116,50 @@ mod tests {
             cap,
             LossModel::new(LossSpec::None, Rng::new(0, 0)),
         )
+    }
+
+    /// Runs of consecutive losses among `n` packets of 1000 bytes offered every `gap_ns`
+    /// on a Gilbert-Elliott link (mean burst 5 packets, 1 % of packet times bad):
+    /// (losses, longest run).
+    fn ge_losses(gap_ns: u64, n: u64) -> (u64, u64) {
+        let spec = LossSpec::GilbertElliott {
+            p: 0.002,
+            r: 0.2,
+            h: 0.0,
+            k: 1.0,
+        };
+        let mut l = Link::new(
+            1,
+            8_000_000,
+            0,
+            usize::MAX,
+            LossModel::new(spec, Rng::new(3, 1)),
+        );
+        let (mut lost, mut run, mut longest) = (0, 0, 0);
+        for i in 0..n {
+            if l.offer(i * gap_ns, 1000) == Offer::Lost {
+                lost += 1;
+                run += 1;
+                longest = longest.max(run);
+            } else {
+                run = 0;
+            }
+        }
+        (lost, longest)
+    }
+
+    #[test]
+    fn a_gilbert_burst_is_a_burst_in_time() {
+        // Back to back (a packet every 1 ms packet time): bursts of several packets.
+        let (lost, longest) = ge_losses(1_000_000, 200_000);
+        assert!((1_500..2_500).contains(&lost), "{lost}");
+        assert!(longest >= 10, "{longest}");
+        // One packet every 100 packet times: about as many losses per packet, but the
+        // chain has forgotten its state in between, so the packet after a loss is lost
+        // with the stationary 1 %, not with 1 - r = 80 % as before.
+        let (lost, longest) = ge_losses(100_000_000, 200_000);
+        assert!((1_500..2_500).contains(&lost), "{lost}");
+        assert!(longest <= 3, "{longest}");
     }
 
     #[test]
