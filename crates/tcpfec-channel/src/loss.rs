@@ -136,6 +136,14 @@ impl LossModel {
         self.drops_after(now, 1)
     }
 
+    /// Whether the packet offered at `now` (ns) is lost on a link that stood idle for
+    /// `idle_ns` before it, `packet_ns` being one packet's time on that link: the chain
+    /// steps once per packet time, sent or not.
+    #[inline]
+    pub fn drops_after_idle(&mut self, now: u64, idle_ns: u64, packet_ns: u64) -> bool {
+        self.drops_after(now, 1 + idle_ns / packet_ns.max(1))
+    }
+
     /// Whether the packet offered at `now` (ns) is lost, `steps` ≥ 1 packet times after
     /// the previous one (a link that idled between them). The Gilbert–Elliott chain
     /// advances once per packet time, sent or not: its bursts are bursts in time, so a
@@ -145,7 +153,7 @@ impl LossModel {
     /// transfer with mean bursts of 5 packets. Back to back (`steps` = 1) the chain and
     /// its random draws are exactly the per-packet ones.
     #[inline]
-    pub fn drops_after(&mut self, now: u64, steps: u64) -> bool {
+    fn drops_after(&mut self, now: u64, steps: u64) -> bool {
         match self.spec {
             LossSpec::None => false,
             LossSpec::Switching {

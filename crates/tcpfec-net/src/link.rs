@@ -144,16 +144,15 @@ impl LinkModel {
     pub fn admit(&mut self, now: Instant, len: usize, stats: &DirStats) -> Option<Instant> {
         let since = now.saturating_duration_since(self.epoch).as_nanos() as u64;
         // The loss channel steps once per packet time, sent or not, as in the simulator
-        // (`LossModel::drops_after`): an idle link lets a burst end.
-        let steps = match self.spec.rate_bps {
-            Some(rate) if now > self.busy_until => {
-                let idle = (now - self.busy_until).as_secs_f64();
-                let tx = ((len + self.header) * 8) as f64 / rate.max(1) as f64;
-                1 + (idle / tx) as u64
-            }
-            _ => 1,
+        // (`LossModel::drops_after_idle`): an idle link lets a burst end.
+        let (idle_ns, packet_ns) = match self.spec.rate_bps {
+            Some(rate) => (
+                now.saturating_duration_since(self.busy_until).as_nanos() as u64,
+                ((len + self.header) as u64 * 8_000_000_000).div_ceil(rate.max(1)),
+            ),
+            None => (0, 1),
         };
-        if self.loss.drops_after(since, steps) {
+        if self.loss.drops_after_idle(since, idle_ns, packet_ns) {
             stats.lost.fetch_add(1, Ordering::Relaxed);
             return None;
         }

@@ -80,11 +80,11 @@ impl Link {
             return Offer::QueueDrop;
         }
         let tx = self.tx_time(bytes);
-        // Packet times the link stood idle since the last packet left it: a burst of the
-        // channel is a burst in time (`LossModel::drops_after`).
-        let steps = match self.accepted {
-            0 => 1,
-            _ => 1 + now.saturating_sub(self.last_finish) / tx.max(1),
+        // How long the link stood idle since the last packet left it: a burst of the
+        // channel is a burst in time (`LossModel::drops_after_idle`).
+        let idle = match self.accepted {
+            0 => 0,
+            _ => now.saturating_sub(self.last_finish),
         };
         let start = self.last_finish.max(now);
         let finish = start + tx;
@@ -93,7 +93,7 @@ impl Link {
             self.waiting_starts.push_back(start);
         }
         self.accepted += 1;
-        if self.loss.drops_after(now, steps) {
+        if self.loss.drops_after_idle(now, idle, tx) {
             self.random_drops += 1;
             return Offer::Lost;
         }

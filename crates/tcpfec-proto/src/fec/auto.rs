@@ -8,7 +8,7 @@
 //! a worse channel (the feedback loop the first version of this scheme fell into).
 
 use super::channel::{ChannelEstimate, ChannelEstimator};
-use super::sizing::{block_failure, size_code, CodeSize};
+use super::sizing::{size_code, CodeSize, Sizer, MOST_REPAIR};
 use crate::wire::FecFeedback;
 
 /// Settings of the `auto` controller.
@@ -146,17 +146,15 @@ impl AutoControl {
         })
     }
 
-    /// The least-overhead code within the longer delay bound if it meets the target within
-    /// the repair cap; otherwise the code within the shorter bound, capped.
+    /// The least-overhead code within the longer delay bound if one meets the target
+    /// within the repair cap; otherwise the code within the shorter bound, capped.
     fn sized(&self, est: &ChannelEstimate) -> CodeSize {
-        let target = self.p.target_failure;
-        let long = size_code(est, target, self.met_k, self.probe_k);
-        if long.overhead() <= self.p.max_overhead
-            && block_failure(est, long.k + long.m, long.m) <= target
-        {
+        let sizer = Sizer::new(est, self.p.target_failure);
+        let long = sizer.code(self.met_k, self.probe_k);
+        if let Some(long) = long.filter(|c| c.overhead() <= self.p.max_overhead) {
             return long;
         }
-        self.capped(size_code(est, target, self.max_k, self.probe_k))
+        self.capped(sizer.code(self.max_k, self.probe_k).unwrap_or(MOST_REPAIR))
     }
 
     /// `code`, or, if it spends more than [`AutoParams::max_overhead`] on repair, the
@@ -188,6 +186,7 @@ impl AutoControl {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sizing::block_failure;
     use super::*;
     use crate::wire::LossCounters;
 

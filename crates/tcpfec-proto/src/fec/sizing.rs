@@ -90,52 +90,76 @@ fn failure_table(est: &ChannelEstimate, n_max: usize) -> Vec<Vec<f64>> {
     table
 }
 
-/// The code with the least overhead that keeps the block-failure probability under
-/// `target`, with at most `max_k` data packets per block (the delay bound). On a loss-free
-/// estimate: one repair per block of up to `probe_k` packets, at most [`PROBE_BLOCK`] − 1
-/// (the probe has no failure target to meet, so its block may be longer than the delay
-/// bound: one repair per four packets of a small window would not be a probe). The same
-/// probe block serves a lossy estimate whose loss one repair per probe block already
-/// keeps under `target`. If no M up
-/// to the block limit meets the target (very heavy loss), the code with the most repair.
+/// The fallback when no code meets the target (very heavy loss): the most repair a block
+/// can carry.
+pub const MOST_REPAIR: CodeSize = CodeSize {
+    k: 1,
+    m: MAX_BLOCK - 1,
+};
+
+/// Sizes codes for one channel estimate and failure target. The failure table (O(n²) over
+/// every block length) is built once, whatever number of delay bounds are tried with it.
+pub struct Sizer {
+    target: f64,
+    /// `None` on a loss-free estimate, which needs no table.
+    table: Option<Vec<Vec<f64>>>,
+}
+
+impl Sizer {
+    /// A sizer for `est` and a block-failure `target`.
+    pub fn new(est: &ChannelEstimate, target: f64) -> Self {
+        let table = (est.loss_rate > 0.0).then(|| failure_table(est, MAX_BLOCK));
+        Sizer { target, table }
+    }
+
+    /// The code with the least overhead that keeps the block-failure probability under
+    /// the target, with at most `max_k` data packets per block (the delay bound), or
+    /// `None` if no M up to the block limit meets it. On a loss-free estimate: one repair
+    /// per block of up to `probe_k` packets, at most [`PROBE_BLOCK`] − 1 (the probe has
+    /// no failure target to meet, so its block may be longer than the delay bound: one
+    /// repair per four packets of a small window would not be a probe). The same probe
+    /// block serves a lossy estimate whose loss one repair per probe block already keeps
+    /// under the target.
+    pub fn code(&self, max_k: usize, probe_k: usize) -> Option<CodeSize> {
+        let max_k = max_k.clamp(1, MAX_BLOCK - 1);
+        let probe = probe_k.clamp(1, PROBE_BLOCK - 1);
+        let Some(table) = &self.table else {
+            return Some(CodeSize { k: probe, m: 1 });
+        };
+        // A channel so clean that one repair per probe block meets the target needs no
+        // tighter delay bound: its rare loss waits at most about a round trip for the
+        // repair, as long as a retransmission would take, and a small window pays
+        // 1/(probe + 1) for repair instead of 1/(max_k + 1) (12 % instead of 3 % at
+        // 10 Mb/s and 20 ms, where the bound allows blocks of 8).
+        if probe > max_k && table[probe + 1][1] <= self.target {
+            return Some(CodeSize { k: probe, m: 1 });
+        }
+        let mut best: Option<CodeSize> = None;
+        // Larger K never needs a larger share of repair, but M is whole: try every K from
+        // the delay bound down and keep the least overhead (ties: the larger K, fewer
+        // blocks).
+        for k in (1..=max_k).rev() {
+            let Some(m) = (1..=MAX_BLOCK - k).find(|&m| table[k + m][m] <= self.target) else {
+                continue;
+            };
+            let c = CodeSize { k, m };
+            if best.is_none_or(|b| c.overhead() < b.overhead() - 1e-12) {
+                best = Some(c);
+            }
+            // A smaller K cannot beat an overhead below the share one repair costs it.
+            if best.is_some_and(|b| b.overhead() <= 1.0 / (k as f64)) {
+                break;
+            }
+        }
+        best
+    }
+}
+
+/// [`Sizer::code`] for one delay bound, or [`MOST_REPAIR`] if no code meets `target`.
 pub fn size_code(est: &ChannelEstimate, target: f64, max_k: usize, probe_k: usize) -> CodeSize {
-    let max_k = max_k.clamp(1, MAX_BLOCK - 1);
-    if est.loss_rate <= 0.0 {
-        return CodeSize {
-            k: probe_k.clamp(1, PROBE_BLOCK - 1),
-            m: 1,
-        };
-    }
-    let table = failure_table(est, MAX_BLOCK);
-    // A channel so clean that one repair per probe block meets the target needs no
-    // tighter delay bound: its rare loss waits at most about a round trip for the repair,
-    // as long as a retransmission would take, and a small window pays 1/(probe + 1) for
-    // repair instead of 1/(max_k + 1) (12 % instead of 3 % at 10 Mb/s and 20 ms, where
-    // the bound allows blocks of 8).
-    let probe = probe_k.clamp(1, PROBE_BLOCK - 1);
-    if probe > max_k && table[probe + 1][1] <= target {
-        return CodeSize { k: probe, m: 1 };
-    }
-    let mut best: Option<CodeSize> = None;
-    // Larger K never needs a larger share of repair, but M is whole: try every K from the
-    // delay bound down and keep the least overhead (ties: the larger K, fewer blocks).
-    for k in (1..=max_k).rev() {
-        let Some(m) = (1..=MAX_BLOCK - k).find(|&m| table[k + m][m] <= target) else {
-            continue;
-        };
-        let c = CodeSize { k, m };
-        if best.is_none_or(|b| c.overhead() < b.overhead() - 1e-12) {
-            best = Some(c);
-        }
-        // A smaller K cannot beat an overhead below the share one repair costs it.
-        if best.is_some_and(|b| b.overhead() <= 1.0 / (k as f64)) {
-            break;
-        }
-    }
-    best.unwrap_or(CodeSize {
-        k: 1,
-        m: MAX_BLOCK - 1,
-    })
+    Sizer::new(est, target)
+        .code(max_k, probe_k)
+        .unwrap_or(MOST_REPAIR)
 }
 
 #[cfg(test)]
