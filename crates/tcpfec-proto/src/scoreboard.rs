@@ -5,7 +5,7 @@
 
 use crate::rate::{DeliveryRate, TxState};
 use crate::time::Instant;
-use crate::wire::SackBlock;
+use crate::wire::{FecGroup, SackBlock};
 use bytes::Bytes;
 use std::collections::VecDeque;
 
@@ -20,9 +20,17 @@ pub(crate) struct SentSegment {
     retransmitted: bool,
     /// Delivery-rate state of its latest transmission.
     tx: TxState,
-    /// FEC protection: the first segment number sent after this segment's group's repairs
-    /// (see `set_fec_bound`); `None` for an unprotected segment.
-    fec_bound: Option<u64>,
+    /// FEC protection (see `Scoreboard::protect`); `None` for an unprotected segment.
+    fec: Option<Protection>,
+}
+
+/// The FEC group a sent segment belongs to, as far as loss detection needs it.
+#[derive(Debug, Clone, Copy)]
+struct Protection {
+    /// The first segment number sent after the group's repairs.
+    bound: u64,
+    /// The group, as last announced (a group closed early has fewer members).
+    group: FecGroup,
 }
 
 /// Outstanding segments `[una, una + len)` and their loss-recovery state.
@@ -95,7 +103,7 @@ impl Scoreboard {
             lost: false,
             retransmitted: false,
             tx,
-            fec_bound: None,
+            fec: None,
         });
         seg
     }
@@ -223,15 +231,43 @@ impl Scoreboard {
         runs.splice(pos..j, std::iter::once((s, e)));
     }
 
-    /// Segment `seg` is protected by an FEC group whose repairs leave before any segment
-    /// numbered `bound` or above: the receiver can rebuild it until those repairs have
-    /// arrived, so SACKs of segments sent before them do not show it lost (see
-    /// `mark_lost_by_sack`). A later call may only lower the bound.
-    pub fn set_fec_bound(&mut self, seg: u64, bound: u64) {
+    /// Segment `seg` is protected by FEC group `group`, whose repairs leave before any
+    /// segment numbered `bound` or above: the receiver can rebuild it until those repairs
+    /// have arrived, so SACKs of segments sent before them do not show it lost (see
+    /// `mark_lost_by_sack`). A later call may only lower the bound; it replaces the group
+    /// (one closed early has fewer members than first announced).
+    pub fn protect(&mut self, seg: u64, group: FecGroup, bound: u64) {
         if let Some(i) = self.index(seg) {
-            let b = &mut self.segs[i].fec_bound;
-            *b = Some(b.map_or(bound, |old| old.min(bound)));
+            let p = &mut self.segs[i].fec;
+            let bound = p.map_or(bound, |old| old.bound.min(bound));
+            *p = Some(Protection { bound, group });
         }
+    }
+
+    /// More members of `g` are known lost (not SACKed, with `dupthresh` SACKed segments
+    /// above them: RFC 6675's rule) than the group has repairs, so its repairs cannot
+    /// rebuild them and waiting for those repairs gains nothing. The receiver judges the
+    /// same way when it stops withholding duplicate ACKs.
+    fn beyond_repair(&self, g: &FecGroup, dupthresh: usize) -> bool {
+        let mut lost = 0;
+        for i in 0..g.count as u64 {
+            let seg = g.first + i * g.stride as u64;
+            let Some(s) = self.get(seg) else {
+                continue; // acknowledged, or not sent yet
+            };
+            if s.sacked {
+                continue;
+            }
+            // Fewer segments are SACKed above a later member: none after this one counts.
+            if self.sacked_from(seg + 1) < dupthresh {
+                break;
+            }
+            lost += 1;
+            if lost > g.repairs as usize {
+                return true;
+            }
+        }
+        false
     }
 
     /// SACKed segments numbered `from` or above.
@@ -248,10 +284,11 @@ impl Scoreboard {
     /// SACKed segments above it. Returns how many were newly marked.
     ///
     /// A segment FEC protects needs its `dupthresh` SACKed segments above its group's
-    /// repairs (`set_fec_bound`): while the repairs may still arrive, the hole is one the
+    /// repairs (`protect`): while the repairs may still arrive, the hole is one the
     /// receiver can fill itself, and a segment SACKed between the hole and the repairs
-    /// says nothing about whether it will. Bounds never decrease along the sequence, so
-    /// the scan may still stop at the first segment not yet lost.
+    /// says nothing about whether it will, unless its group already misses more members
+    /// than it has repairs (`beyond_repair`). Bounds never decrease along the sequence,
+    /// so the scan may still stop at the first segment not yet lost.
     pub fn mark_lost_by_sack(&mut self, dupthresh: usize) -> usize {
         let mut newly = 0;
         while self.scan < self.segs.len() {
@@ -260,8 +297,9 @@ impl Scoreboard {
             if above < dupthresh {
                 break;
             }
-            if let Some(b) = s.fec_bound.filter(|_| !s.sacked && !s.lost) {
-                if self.sacked_from(b) < dupthresh {
+            if let Some(p) = s.fec.filter(|_| !s.sacked && !s.lost) {
+                if self.sacked_from(p.bound) < dupthresh && !self.beyond_repair(&p.group, dupthresh)
+                {
                     break;
                 }
             }
@@ -445,6 +483,16 @@ mod tests {
         SackBlock { start, end }
     }
 
+    fn group(first: u64, count: u16, repairs: u8) -> FecGroup {
+        FecGroup {
+            first,
+            count,
+            stride: 1,
+            repairs,
+            retransmission_group: 0,
+        }
+    }
+
     #[test]
     fn sack_then_is_lost_marks_holes_with_three_sacked_above() {
         let mut sb = board(10);
@@ -500,8 +548,8 @@ mod tests {
         let mut sb = board(12);
         // Segments 0..4 form a group whose repairs left before segment 4.
         for seg in 0..4 {
-            sb.set_fec_bound(seg, 6);
-            sb.set_fec_bound(seg, 4);
+            sb.protect(seg, group(0, 4, 1), 6);
+            sb.protect(seg, group(0, 4, 1), 4);
         }
         sb.apply_sack(Instant::ZERO, &[blk(1, 6)]);
         assert_eq!(
@@ -517,6 +565,24 @@ mod tests {
         sb.apply_sack(Instant::ZERO, &[blk(8, 11)]);
         assert_eq!(sb.mark_lost_by_sack(3), 1);
         assert!(sb.get(7).unwrap().lost);
+        sb.check_counters();
+    }
+
+    /// A group missing more members than it has repairs cannot be rebuilt: its holes are
+    /// lost by the plain rule, without waiting for SACKs above the repairs.
+    #[test]
+    fn a_hole_its_group_cannot_rebuild_is_lost_without_waiting_for_the_repairs() {
+        let mut sb = board(12);
+        for seg in 0..8 {
+            sb.protect(seg, group(0, 8, 2), 8);
+        }
+        // Holes 0 and 1, three SACKed above both: two repairs may still rebuild them.
+        sb.apply_sack(Instant::ZERO, &[blk(2, 5)]);
+        assert_eq!(sb.mark_lost_by_sack(3), 0);
+        // A third hole (5) with three SACKed above it: more than two repairs can rebuild.
+        sb.apply_sack(Instant::ZERO, &[blk(6, 9)]);
+        assert_eq!(sb.mark_lost_by_sack(3), 3);
+        assert!([0, 1, 5].iter().all(|&s| sb.get(s).unwrap().lost));
         sb.check_counters();
     }
 

@@ -571,7 +571,7 @@ impl Sender {
         // is pinned by the regression matrix).
         if let Some(g) = fec.filter(|_| self.cc.models_path()) {
             // Until its group closes, its repairs leave at the latest after its last member.
-            self.sb.set_fec_bound(seg, g.last() + 1);
+            self.sb.protect(seg, g, g.last() + 1);
         }
         Some(Outgoing::Segment(OutSegment {
             seg,
@@ -614,7 +614,7 @@ impl Sender {
             // may show the group's holes lost (a group closed early is bounded here).
             let (g, nxt) = (r.group, self.sb.nxt());
             for i in 0..g.count as u64 {
-                self.sb.set_fec_bound(g.first + i * g.stride as u64, nxt);
+                self.sb.protect(g.first + i * g.stride as u64, g, nxt);
             }
         }
         self.repairs_sent += 1;
