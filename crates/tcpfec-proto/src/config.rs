@@ -46,7 +46,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
         ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe, cubic (SACK recovery, CUBIC window), bbr or bbr1 (SACK recovery, paced BBR v3 / v1)"),
     ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
     ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
-    ("auto[-base]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a 1e-3 block-failure target at the least overhead (1 % probe on a clean path), block length within a quarter of the window, half of it where that meets the target within the 1/3 repair cap, a whole one where one repair per window does; blocks close an eighth of an RTT after a flight stalls; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic (docs/auto.md)"),
+    ("auto[-base][-tT]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a block-failure target T (default 1e-3; auto-t0.01 spends less on repair and retransmits more) at the least overhead (1 % probe on a clean path), block length within a quarter of the window, half of it where that meets the target within the 1/3 repair cap, a whole one where one repair per window does; blocks close an eighth of an RTT after a flight stalls; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic (docs/auto.md)"),
     ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --target-rate or --app-rate, NewReno base"),
     ("afec-raw100", "TCP-AFEC with K=100 and 100 levels (the paper's AFEC(raw100))"),
     ("tfec", "TCP-TFEC (Teshima T3): Reed-Solomon blocks of K=100, repairs from the calibrated loss-rate table (+1) at the loss measured every 5 s (gamma 0.8), window capped at target x RTT x redundancy, NewReno base"),
@@ -347,19 +347,35 @@ fn base_controller(base: &str) -> Result<(Recovery, CcKind), String> {
 /// flight at once (`docs/auto.md`).
 const AUTO_FLIGHT_END_WAIT: f64 = 0.125;
 
-/// Parses `auto[-BASE]`: Reed-Solomon blocks sized from the measured channel
-/// (`fec::auto`, docs/auto.md) over BASE's congestion control, BBR v3 by default.
-/// Recovered losses are hidden from the controller as in Anker's schemes; blocks close at
-/// the end of a flight so the tail of a transfer is protected.
+/// Parses `auto[-BASE][-tTARGET]`: Reed-Solomon blocks sized from the measured channel
+/// (`fec::auto`, docs/auto.md) over BASE's congestion control, BBR v3 by default, to a
+/// block-failure probability of TARGET (default 1e-3). Recovered losses are hidden from
+/// the controller as in Anker's schemes; blocks close at the end of a flight so the tail
+/// of a transfer is protected.
 fn parse_auto(name: &str) -> Result<Scheme, String> {
-    let base = name.strip_prefix("auto").unwrap_or_default();
-    let base = match base.strip_prefix('-') {
+    let usage = "write auto[-BASE][-tTARGET] (e.g. auto-bbr1, auto-t0.01)";
+    let rest = name.strip_prefix("auto").unwrap_or_default();
+    let mut p = crate::fec::auto::AutoParams::default();
+    // The target may itself hold a dash (1e-4); a base never ends in "-t" and a number.
+    let rest = match rest.rsplit_once("-t") {
+        Some((before, t)) if t.parse::<f64>().is_ok() => {
+            let target: f64 = t.parse().expect("checked");
+            if !(target > 0.0 && target < 1.0) {
+                return Err(format!(
+                    "block-failure target {t} must lie between 0 and 1 ({usage})"
+                ));
+            }
+            p.target_failure = target;
+            before
+        }
+        _ => rest,
+    };
+    let base = match rest.strip_prefix('-') {
         Some(b) => b,
-        None if base.is_empty() => "bbr",
-        None => return Err("write auto or auto-BASE (e.g. auto-bbr1)".into()),
+        None if rest.is_empty() => "bbr",
+        None => return Err(usage.into()),
     };
     let (recovery, cc) = base_controller(base)?;
-    let p = crate::fec::auto::AutoParams::default();
     let start = crate::fec::auto::AutoControl::new(p).code();
     Ok(Scheme {
         name: name.to_string(),
@@ -495,6 +511,33 @@ mod tests {
         assert_eq!(Scheme::parse("anker-16-3-bbr1").unwrap().cc, CcKind::Bbr1);
         assert_eq!(Scheme::parse("anker-16-3-bbr").unwrap().cc, CcKind::Bbr);
         assert!(Scheme::parse("anker-16-3-vegas").is_err());
+    }
+
+    #[test]
+    fn auto_takes_a_base_and_a_failure_target() {
+        let target = |name: &str| match Scheme::parse(name).unwrap().fec.unwrap().adaptive {
+            Some(Adaptive::Auto(p)) => p.target_failure,
+            other => panic!("{name}: {other:?}"),
+        };
+        assert_eq!(target("auto"), 1e-3);
+        assert_eq!(target("auto-t0.01"), 0.01);
+        assert_eq!(target("auto-cubic-t1e-4"), 1e-4);
+        assert_eq!(Scheme::parse("auto-cubic-t1e-4").unwrap().cc, CcKind::Cubic);
+        assert_eq!(Scheme::parse("auto-bbr1").unwrap().cc, CcKind::Bbr1);
+        // "tahoe" starts with t but is a base, not a target.
+        assert_eq!(
+            Scheme::parse("auto-tahoe").unwrap().recovery,
+            Recovery::Tahoe
+        );
+        for bad in [
+            "auto-t0",
+            "auto-t1.5",
+            "auto-vegas",
+            "autox",
+            "auto-bbr-t-1",
+        ] {
+            assert!(Scheme::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -53,6 +53,12 @@ pub(crate) struct Scoreboard {
     rexmit_hint: usize,
     /// Delivery-rate estimation: fed as segments leave and are first acknowledged.
     pub rate: DeliveryRate,
+    /// Groups the receiver reported it could not rebuild that loss detection has not yet
+    /// matched to a group of holes (`on_groups_failed`).
+    failed_groups: u64,
+    /// The group whose holes loss detection is passing (its first segment): one report
+    /// of a failed group covers all of them.
+    released_group: Option<u64>,
 }
 
 impl Scoreboard {
@@ -244,10 +250,43 @@ impl Scoreboard {
         }
     }
 
+    /// The receiver reported `n` more groups it cannot rebuild (its FEC counters).
+    pub fn on_groups_failed(&mut self, n: u64) {
+        self.failed_groups += n;
+    }
+
+    /// May the scan pass protected hole `p` before `dupthresh` segments sent after its
+    /// group's repairs are SACKed? Only once the receiver has reported a group failed and
+    /// the sender's view agrees that `p`'s group cannot be rebuilt: that view alone can
+    /// be wrong, since duplicate ACKs the receiver withholds while it can still repair
+    /// never carry their SACKs, and a segment that arrived may look missing.
+    fn release_early(&mut self, p: &Protection, dupthresh: usize) -> bool {
+        let reported = self.released_group == Some(p.group.first);
+        if (!reported && self.failed_groups == 0) || !self.beyond_repair(&p.group, dupthresh) {
+            return false;
+        }
+        if !reported {
+            self.failed_groups -= 1;
+            self.released_group = Some(p.group.first);
+        }
+        true
+    }
+
+    /// A protected hole is lost by the usual rule: its group is one the receiver could
+    /// not rebuild, or one whose repairs were lost, which it counts as failed too.
+    fn release(&mut self, p: &Protection) {
+        if self.released_group != Some(p.group.first) {
+            self.failed_groups = self.failed_groups.saturating_sub(1);
+            self.released_group = Some(p.group.first);
+        }
+    }
+
     /// More members of `g` are known lost (not SACKed, with `dupthresh` SACKed segments
     /// above them: RFC 6675's rule) than the group has repairs, so its repairs cannot
     /// rebuild them and waiting for those repairs gains nothing. The receiver judges the
-    /// same way when it stops withholding duplicate ACKs.
+    /// same way when it stops withholding duplicate ACKs. A member retransmitted since
+    /// does not count: once it arrives the repairs need not rebuild it, and the group's
+    /// later holes may be repairable again.
     fn beyond_repair(&self, g: &FecGroup, dupthresh: usize) -> bool {
         let mut lost = 0;
         for i in 0..g.count as u64 {
@@ -255,7 +294,7 @@ impl Scoreboard {
             let Some(s) = self.get(seg) else {
                 continue; // acknowledged, or not sent yet
             };
-            if s.sacked {
+            if s.sacked || s.retransmitted {
                 continue;
             }
             // Fewer segments are SACKed above a later member: none after this one counts.
@@ -286,26 +325,29 @@ impl Scoreboard {
     /// A segment FEC protects needs its `dupthresh` SACKed segments above its group's
     /// repairs (`protect`): while the repairs may still arrive, the hole is one the
     /// receiver can fill itself, and a segment SACKed between the hole and the repairs
-    /// says nothing about whether it will, unless its group already misses more members
-    /// than it has repairs (`beyond_repair`). Bounds never decrease along the sequence,
+    /// says nothing about whether it will, unless the receiver has reported a group it
+    /// cannot rebuild and this one misses more members than it has repairs
+    /// (`release_early`). Bounds never decrease along the sequence,
     /// so the scan may still stop at the first segment not yet lost.
     pub fn mark_lost_by_sack(&mut self, dupthresh: usize) -> usize {
         let mut newly = 0;
         while self.scan < self.segs.len() {
             let s = &self.segs[self.scan];
-            let above = self.sacked - self.sacked_below_scan - s.sacked as usize;
+            let (sacked, lost, fec) = (s.sacked, s.lost, s.fec);
+            let above = self.sacked - self.sacked_below_scan - sacked as usize;
             if above < dupthresh {
                 break;
             }
-            if let Some(p) = s.fec.filter(|_| !s.sacked && !s.lost) {
-                if self.sacked_from(p.bound) < dupthresh && !self.beyond_repair(&p.group, dupthresh)
-                {
+            if let Some(p) = fec.filter(|_| !sacked && !lost) {
+                if self.sacked_from(p.bound) >= dupthresh {
+                    self.release(&p);
+                } else if !self.release_early(&p, dupthresh) {
                     break;
                 }
             }
-            if s.sacked {
+            if sacked {
                 self.sacked_below_scan += 1;
-            } else if !s.lost {
+            } else if !lost {
                 self.set_lost(self.scan);
                 newly += 1;
             }
@@ -568,8 +610,9 @@ mod tests {
         sb.check_counters();
     }
 
-    /// A group missing more members than it has repairs cannot be rebuilt: its holes are
-    /// lost by the plain rule, without waiting for SACKs above the repairs.
+    /// A group missing more members than it has repairs cannot be rebuilt: once the
+    /// receiver reports a failed group, its holes are lost by the plain rule, without
+    /// waiting for SACKs above the repairs.
     #[test]
     fn a_hole_its_group_cannot_rebuild_is_lost_without_waiting_for_the_repairs() {
         let mut sb = board(12);
@@ -579,10 +622,35 @@ mod tests {
         // Holes 0 and 1, three SACKed above both: two repairs may still rebuild them.
         sb.apply_sack(Instant::ZERO, &[blk(2, 5)]);
         assert_eq!(sb.mark_lost_by_sack(3), 0);
-        // A third hole (5) with three SACKed above it: more than two repairs can rebuild.
+        // A third hole (5) with three SACKed above it: more than two repairs can rebuild,
+        // but SACKs the receiver withheld may be missing: the holes wait for its report.
         sb.apply_sack(Instant::ZERO, &[blk(6, 9)]);
+        assert_eq!(sb.mark_lost_by_sack(3), 0);
+        sb.on_groups_failed(1);
         assert_eq!(sb.mark_lost_by_sack(3), 3);
         assert!([0, 1, 5].iter().all(|&s| sb.get(s).unwrap().lost));
+        sb.check_counters();
+    }
+
+    /// Once a failed group's holes are retransmitted, its repairs need rebuild only the
+    /// holes that follow: a later one waits for them again.
+    #[test]
+    fn a_hole_after_its_groups_retransmissions_waits_for_the_repairs() {
+        let mut sb = board(16);
+        // Repairs not yet sent: no SACK above them can show a hole lost.
+        for seg in 0..11 {
+            sb.protect(seg, group(0, 11, 2), 16);
+        }
+        sb.apply_sack(Instant::ZERO, &[blk(2, 5), blk(6, 9)]);
+        sb.on_groups_failed(1);
+        assert_eq!(sb.mark_lost_by_sack(3), 3); // 0, 1 and 5
+        while let Some(seg) = sb.next_retransmission() {
+            sb.on_retransmitted(Instant::ZERO, seg, 0);
+        }
+        // Hole 9, four SACKed above it: one hole for two repairs.
+        sb.apply_sack(Instant::ZERO, &[blk(10, 14)]);
+        assert_eq!(sb.mark_lost_by_sack(3), 0);
+        assert!(!sb.get(9).unwrap().lost);
         sb.check_counters();
     }
 

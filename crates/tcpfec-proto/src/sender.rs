@@ -928,6 +928,7 @@ impl Sender {
         }
         self.peer_fec = fb;
         self.peer_received += received as u64;
+        self.sb.on_groups_failed(d.failed as u64);
         let totals = SenderTotals {
             data_sent: self.data_packets_sent,
             retransmitted: self.retransmissions,
