@@ -7,6 +7,7 @@ use crate::rate::{DeliveryRate, TxState};
 use crate::time::Instant;
 use crate::wire::{FecGroup, SackBlock};
 use bytes::Bytes;
+use core::time::Duration;
 use std::collections::VecDeque;
 
 /// One unacknowledged segment.
@@ -31,6 +32,8 @@ struct Protection {
     bound: u64,
     /// The group, as last announced (a group closed early has fewer members).
     group: FecGroup,
+    /// When the group's last repair left, once it has.
+    repairs_sent: Option<Instant>,
 }
 
 /// Outstanding segments `[una, una + len)` and their loss-recovery state.
@@ -59,6 +62,9 @@ pub(crate) struct Scoreboard {
     /// The group whose holes loss detection is passing (its first segment): one report
     /// of a failed group covers all of them.
     released_group: Option<u64>,
+    /// The first hole the SACK rule left waiting, with a segment SACKed above it, waits
+    /// for repairs that left at this time (`awaiting_repairs`).
+    awaiting_repairs: Option<Instant>,
 }
 
 impl Scoreboard {
@@ -241,13 +247,69 @@ impl Scoreboard {
     /// segment numbered `bound` or above: the receiver can rebuild it until those repairs
     /// have arrived, so SACKs of segments sent before them do not show it lost (see
     /// `mark_lost_by_sack`). A later call may only lower the bound; it replaces the group
-    /// (one closed early has fewer members than first announced).
-    pub fn protect(&mut self, seg: u64, group: FecGroup, bound: u64) {
+    /// (one closed early has fewer members than first announced). `repairs_sent` is when
+    /// the group's repairs left, once they have.
+    pub fn protect(
+        &mut self,
+        seg: u64,
+        group: FecGroup,
+        bound: u64,
+        repairs_sent: Option<Instant>,
+    ) {
         if let Some(i) = self.index(seg) {
             let p = &mut self.segs[i].fec;
             let bound = p.map_or(bound, |old| old.bound.min(bound));
-            *p = Some(Protection { bound, group });
+            let repairs_sent = repairs_sent.or(p.and_then(|old| old.repairs_sent));
+            *p = Some(Protection {
+                bound,
+                group,
+                repairs_sent,
+            });
         }
+    }
+
+    /// When the repairs left that the first waiting hole (one with a segment SACKed above
+    /// it that the SACK rule has not marked lost, `mark_lost_by_sack`) waits for, if they
+    /// were the last packets sent; `None` if no hole waits for such repairs.
+    pub fn awaiting_repairs(&self) -> Option<Instant> {
+        self.awaiting_repairs
+    }
+
+    /// RACK's rule (RFC 8985 §6.2) for the repairs a hole waits for: a path that does not
+    /// reorder delivers them within a round trip and a reordering window, and the
+    /// receiver then acknowledges the rebuilt segment at once. Marks lost every waiting
+    /// hole, in order and with a segment SACKed above it, whose group's repairs left at
+    /// least `wait` before `now`, and stops at the first hole that may still be rebuilt.
+    /// Only at the tail, where nothing was sent after the repairs: no later segment can
+    /// then satisfy the SACK rule, which is safer wherever one can. A hole may only look
+    /// missing, since duplicate ACKs withheld while the receiver could still repair never
+    /// carried their SACKs; in bulk transfers at 5 % loss applying this rule to every
+    /// waiting hole raised retransmissions from 1.3 to 1.6 % of the packets. Returns how
+    /// many were marked; the hole left waiting is found again by `mark_lost_by_sack`.
+    pub fn mark_lost_awaiting_repairs(&mut self, now: Instant, wait: Duration) -> usize {
+        self.awaiting_repairs = None;
+        let mut above = self.sacked - self.sacked_below_scan;
+        let mut newly = 0;
+        let mut i = self.scan;
+        while i < self.segs.len() && above > 0 {
+            let s = &self.segs[i];
+            if s.sacked {
+                above -= 1;
+            } else if !s.lost {
+                let tail = s
+                    .fec
+                    .filter(|p| p.bound >= self.una + self.segs.len() as u64);
+                match tail.and_then(|p| p.repairs_sent) {
+                    Some(t) if t + wait <= now => {
+                        self.set_lost(i);
+                        newly += 1;
+                    }
+                    _ => break,
+                }
+            }
+            i += 1;
+        }
+        newly
     }
 
     /// The receiver reported `n` more groups it cannot rebuild (its FEC counters).
@@ -353,6 +415,14 @@ impl Scoreboard {
             }
             self.scan += 1;
         }
+        let nxt = self.nxt();
+        self.awaiting_repairs = self.segs.get(self.scan).and_then(|s| {
+            let above = self.sacked - self.sacked_below_scan - s.sacked as usize;
+            let waiting = !s.sacked && !s.lost && above > 0;
+            s.fec
+                .filter(|p| waiting && p.bound >= nxt)
+                .and_then(|p| p.repairs_sent)
+        });
         newly
     }
 
@@ -590,8 +660,8 @@ mod tests {
         let mut sb = board(12);
         // Segments 0..4 form a group whose repairs left before segment 4.
         for seg in 0..4 {
-            sb.protect(seg, group(0, 4, 1), 6);
-            sb.protect(seg, group(0, 4, 1), 4);
+            sb.protect(seg, group(0, 4, 1), 6, None);
+            sb.protect(seg, group(0, 4, 1), 4, None);
         }
         sb.apply_sack(Instant::ZERO, &[blk(1, 6)]);
         assert_eq!(
@@ -617,7 +687,7 @@ mod tests {
     fn a_hole_its_group_cannot_rebuild_is_lost_without_waiting_for_the_repairs() {
         let mut sb = board(12);
         for seg in 0..8 {
-            sb.protect(seg, group(0, 8, 2), 8);
+            sb.protect(seg, group(0, 8, 2), 8, None);
         }
         // Holes 0 and 1, three SACKed above both: two repairs may still rebuild them.
         sb.apply_sack(Instant::ZERO, &[blk(2, 5)]);
@@ -639,7 +709,7 @@ mod tests {
         let mut sb = board(16);
         // Repairs not yet sent: no SACK above them can show a hole lost.
         for seg in 0..11 {
-            sb.protect(seg, group(0, 11, 2), 16);
+            sb.protect(seg, group(0, 11, 2), 16, None);
         }
         sb.apply_sack(Instant::ZERO, &[blk(2, 5), blk(6, 9)]);
         sb.on_groups_failed(1);
@@ -651,6 +721,36 @@ mod tests {
         sb.apply_sack(Instant::ZERO, &[blk(10, 14)]);
         assert_eq!(sb.mark_lost_by_sack(3), 0);
         assert!(!sb.get(9).unwrap().lost);
+        sb.check_counters();
+    }
+
+    /// A flight's last block lost a data packet and its repair: the one segment SACKed
+    /// above the hole cannot satisfy the SACK rule, but once the repair has had a round
+    /// trip and a reordering window to arrive, the hole is lost.
+    #[test]
+    fn a_hole_whose_repairs_had_their_round_trip_is_lost() {
+        let at = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+        let mut sb = board(4);
+        for seg in 0..4 {
+            sb.protect(seg, group(0, 4, 1), 4, None);
+        }
+        sb.apply_sack(at(30), &[blk(3, 4)]); // 0, 1 and 2 missing, 3 arrived
+        assert_eq!(sb.mark_lost_by_sack(3), 0);
+        assert_eq!(sb.awaiting_repairs(), None, "the repair has not left yet");
+        for seg in 0..4 {
+            sb.protect(seg, group(0, 4, 1), 4, Some(at(10)));
+        }
+        sb.mark_lost_by_sack(3);
+        assert_eq!(sb.awaiting_repairs(), Some(at(10)));
+        let wait = Duration::from_millis(25);
+        assert_eq!(
+            sb.mark_lost_awaiting_repairs(at(34), wait),
+            0,
+            "not yet due"
+        );
+        assert_eq!(sb.mark_lost_awaiting_repairs(at(35), wait), 3);
+        assert!((0..3).all(|s| sb.get(s).unwrap().lost));
+        assert_eq!(sb.awaiting_repairs(), None);
         sb.check_counters();
     }
 

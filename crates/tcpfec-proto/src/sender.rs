@@ -329,6 +329,7 @@ impl Sender {
             self.idle_flush_deadline,
             self.control.as_ref().and_then(|c| c.deadline()),
             self.pacing_wait.then_some(self.next_send),
+            self.repair_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -350,6 +351,12 @@ impl Sender {
             self.flush_deadline = None;
             if let Some((enc, _)) = self.fec.as_mut() {
                 enc.flush();
+            }
+        }
+        if self.repair_deadline().is_some_and(|d| d <= now) {
+            let wait = self.repair_wait();
+            if self.sb.mark_lost_awaiting_repairs(now, wait) > 0 {
+                self.force_retransmit = true;
             }
         }
         if self.rto_deadline.is_some_and(|d| d <= now) {
@@ -383,6 +390,22 @@ impl Sender {
     /// The `auto` controller, if this scheme has one.
     pub fn auto_control(&self) -> Option<&crate::fec::auto::AutoControl> {
         self.control.as_ref().and_then(|c| c.as_auto())
+    }
+
+    /// How long after its repairs left a hole that still waits for them is lost: a
+    /// smoothed RTT and RACK's reordering window of a quarter of the minimum RTT.
+    fn repair_wait(&self) -> Duration {
+        let reordering = self.rtt.min_rtt().unwrap_or_default() / 4;
+        let rtt = self
+            .smoothed_rtt()
+            .max(self.rtt.latest().unwrap_or_default());
+        rtt + reordering
+    }
+
+    /// When the hole that waits for its block's repairs is lost if they have not rebuilt
+    /// it (`Scoreboard::mark_lost_awaiting_repairs`).
+    fn repair_deadline(&self) -> Option<Instant> {
+        self.sb.awaiting_repairs().map(|t| t + self.repair_wait())
     }
 
     /// Smoothed RTT, or the initial RTO before the first sample.
@@ -571,7 +594,7 @@ impl Sender {
         // is pinned by the regression matrix).
         if let Some(g) = fec.filter(|_| self.cc.models_path()) {
             // Until its group closes, its repairs leave at the latest after its last member.
-            self.sb.protect(seg, g, g.last() + 1);
+            self.sb.protect(seg, g, g.last() + 1, None);
         }
         Some(Outgoing::Segment(OutSegment {
             seg,
@@ -614,7 +637,8 @@ impl Sender {
             // may show the group's holes lost (a group closed early is bounded here).
             let (g, nxt) = (r.group, self.sb.nxt());
             for i in 0..g.count as u64 {
-                self.sb.protect(g.first + i * g.stride as u64, g, nxt);
+                self.sb
+                    .protect(g.first + i * g.stride as u64, g, nxt, Some(now));
             }
         }
         self.repairs_sent += 1;
