@@ -52,8 +52,8 @@ pub struct Plan {
     pub rate: u64,
     /// Round-trip time (half each way).
     pub rtt: Duration,
-    /// Random loss rates a → b.
-    pub losses: Vec<f64>,
+    /// Loss conditions a → b.
+    pub losses: Vec<LossSpec>,
     /// Seconds per bulk run (the first third is start-up, reported apart).
     pub seconds: f64,
     /// Bytes of the completion runs.
@@ -114,7 +114,7 @@ pub fn run(plan: &Plan) -> Result<(), String> {
     let bdp = (plan.rate as f64 * plan.rtt.as_secs_f64() / 8.0 / 1500.0) as usize;
     if !plan.json {
         println!(
-            "emulated link (tcpfec emu): {} Mb/s, RTT {:?}, drop-tail queue {} packets (1 BDP), random loss a -> b",
+            "emulated link (tcpfec emu): {} Mb/s, RTT {:?}, drop-tail queue {} packets (1 BDP), loss a -> b",
             plan.rate as f64 / 1e6,
             plan.rtt,
             bdp.max(64)
@@ -126,11 +126,11 @@ pub fn run(plan: &Plan) -> Result<(), String> {
             plan.bytes / 1_000_000
         );
         println!(
-            "{:<20} {:>6} {:>12} {:>14} {:>8} {:>8} {:>12}",
+            "{:<20} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12}",
             "transport", "loss", "bulk Mb/s", "steady Mb/s", "retr", "repair", "10 MB s"
         );
     }
-    for &p in &plan.losses {
+    for &l in &plan.losses {
         let link = LinkSpec {
             rate_bps: Some(plan.rate),
             delay: plan.rtt / 2,
@@ -140,14 +140,7 @@ pub fn run(plan: &Plan) -> Result<(), String> {
         };
         let emu = Emulator::start(&EmuConfig {
             name: format!("tfbench{}", std::process::id()),
-            forward: LinkSpec {
-                loss: if p > 0.0 {
-                    LossSpec::bernoulli(p)
-                } else {
-                    LossSpec::None
-                },
-                ..link
-            },
+            forward: LinkSpec { loss: l, ..link },
             back: link,
             seed: 1,
         })
@@ -156,7 +149,7 @@ pub fn run(plan: &Plan) -> Result<(), String> {
         for c in &plan.contenders {
             let o = measure(&exe, &emu, &key, c, plan)?;
             let (f, _) = emu.counts();
-            report(plan, p, c, &o, counts_json(&f));
+            report(plan, l, c, &o, counts_json(&f));
         }
         drop(server);
         drop(emu);
@@ -284,12 +277,13 @@ fn counts(v: &Value) -> (u64, u64) {
     )
 }
 
-fn report(plan: &Plan, p: f64, c: &Contender, o: &Outcome, link: Value) {
+fn report(plan: &Plan, l: LossSpec, c: &Contender, o: &Outcome, link: Value) {
+    let p = l.mean_loss();
     if plan.json {
         println!(
             "{}",
             json!({
-                "bench": "emu", "transport": c.label(), "loss": p,
+                "bench": "emu", "transport": c.label(), "loss": p, "loss_model": l,
                 "rate_bps": plan.rate, "rtt_ms": plan.rtt.as_secs_f64() * 1e3,
                 "bulk_mbps": o.bulk.map(|b| b.0), "steady_mbps": o.bulk.map(|b| b.1),
                 "retransmits": o.bulk_counts.0, "repairs_sent": o.bulk_counts.1,
@@ -301,9 +295,9 @@ fn report(plan: &Plan, p: f64, c: &Contender, o: &Outcome, link: Value) {
     }
     let limit = format!(">{:.0}", plan.limit.as_secs_f64());
     println!(
-        "{:<20} {:>5.1}% {:>12} {:>14} {:>8} {:>8} {:>12}",
+        "{:<20} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12}",
         c.label(),
-        p * 100.0,
+        crate::net_bench::condition_label(&l),
         o.bulk.map_or("-".into(), |b| format!("{:.1}", b.0)),
         o.bulk.map_or("-".into(), |b| format!("{:.1}", b.1)),
         o.bulk_counts.0,

@@ -31,6 +31,11 @@ pub struct NetBenchArgs {
     /// Loss rates for the relay runs (data direction), comma-separated.
     #[arg(long, default_value = "0%,1%,5%")]
     loss: String,
+    /// Also a Gilbert-Elliott condition for the relay or --emu runs, after the random
+    /// ones: p,r,h,k as for `tcpfec relay --ge` (mean burst 1/r packets; 1.0204%,50%,0,1
+    /// loses 2 % in bursts of 2). Repeat for more.
+    #[arg(long, value_name = "P,R,H,K")]
+    ge: Vec<String>,
     /// Schemes for the relay runs, comma-separated [default: sack, bbr, bbr1, the default
     /// scheme and the scheme fastest at 1 % loss].
     #[arg(long)]
@@ -157,7 +162,7 @@ async fn relay_run(
     scheme: &str,
     rate: u64,
     rtt: Duration,
-    loss: f64,
+    loss: LossSpec,
     secs: f64,
 ) -> Result<(f64, u64, tcpfec_proto::Stats), String> {
     let key = Psk::generate();
@@ -177,10 +182,7 @@ async fn relay_run(
     let relay = Relay::start(RelayConfig {
         listen: any(),
         to: srv.local_addr().map_err(|e| e.to_string())?,
-        forward: LinkSpec {
-            loss: LossSpec::bernoulli(loss),
-            ..link
-        },
+        forward: LinkSpec { loss, ..link },
         back: link,
         seed: 1,
         max_sources: tcpfec_net::relay::DEFAULT_MAX_SOURCES,
@@ -232,12 +234,7 @@ async fn relay_run(
 fn relayed(a: &NetBenchArgs) -> Result<(), String> {
     let rate = tcpfec_channel::units::parse_rate(&a.rate).map_err(|e| format!("--rate: {e}"))?;
     let rtt = tcpfec_channel::units::parse_duration(&a.rtt).map_err(|e| format!("--rtt: {e}"))?;
-    let losses: Vec<f64> = a
-        .loss
-        .split(',')
-        .map(tcpfec_channel::units::parse_probability)
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("--loss: {e}"))?;
+    let losses = conditions(a)?;
     let schemes: Vec<String> = match &a.schemes {
         Some(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
         None => vec![
@@ -264,31 +261,32 @@ fn relayed(a: &NetBenchArgs) -> Result<(), String> {
             a.seconds
         );
         println!(
-            "{:<18} {:>6} {:>12} {:>10} {:>8} {:>5} {:>14}",
+            "{:<18} {:>12} {:>12} {:>10} {:>8} {:>5} {:>14}",
             "scheme", "loss", "goodput", "recovered", "FR", "RTO", "of C(1-p)"
         );
     }
     // C: the best loss-free goodput seen (measured first when 0 is in the list).
     let mut capacity: Option<f64> = None;
     let mut order = losses.clone();
-    order.sort_by(|x, y| x.partial_cmp(y).expect("finite"));
-    for &p in &order {
+    order.sort_by(|x, y| x.mean_loss().total_cmp(&y.mean_loss()));
+    for &l in &order {
+        let p = l.mean_loss();
         for s in &schemes {
-            let (mbps, rec, st) = rt.block_on(relay_run(s, rate, rtt, p, a.seconds))?;
-            if p == 0.0 {
+            let (mbps, rec, st) = rt.block_on(relay_run(s, rate, rtt, l, a.seconds))?;
+            if l == LossSpec::None {
                 capacity = Some(capacity.map_or(mbps, |c: f64| c.max(mbps)));
             }
             let share = capacity.map(|c| mbps / (c * (1.0 - p)));
             if a.json {
                 println!(
                     "{}",
-                    json!({"bench": "relay", "scheme": s, "loss": p, "rate_bps": rate, "rtt_ms": rtt.as_secs_f64() * 1e3, "goodput_mbps": mbps, "recovered": rec, "fast_recoveries": st.fast_recoveries, "timeouts": st.timeouts, "share_of_capacity": share})
+                    json!({"bench": "relay", "scheme": s, "loss": p, "loss_model": l, "rate_bps": rate, "rtt_ms": rtt.as_secs_f64() * 1e3, "goodput_mbps": mbps, "recovered": rec, "fast_recoveries": st.fast_recoveries, "timeouts": st.timeouts, "share_of_capacity": share})
                 );
             } else {
                 println!(
-                    "{:<18} {:>5.1}% {:>7.2} Mb/s {:>10} {:>8} {:>5} {:>14}",
+                    "{:<18} {:>12} {:>7.2} Mb/s {:>10} {:>8} {:>5} {:>14}",
                     s,
-                    p * 100.0,
+                    condition_label(&l),
                     mbps,
                     rec,
                     st.fast_recoveries,
@@ -349,15 +347,41 @@ fn two_process(a: &NetBenchArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The loss conditions of `--loss` (random, in the order given) and `--ge` (after them).
+fn conditions(a: &NetBenchArgs) -> Result<Vec<LossSpec>, String> {
+    let mut v: Vec<LossSpec> = a
+        .loss
+        .split(',')
+        .map(|x| tcpfec_channel::units::parse_probability(x).map(LossSpec::bernoulli))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--loss: {e}"))?;
+    for g in &a.ge {
+        v.push(LossSpec::parse_ge(g).map_err(|e| format!("--ge: {e}"))?);
+    }
+    Ok(v)
+}
+
+/// How a loss condition reads in a table: `1.0%`, or `GE 2.0%/b2` (average loss, mean
+/// burst length in packets).
+pub fn condition_label(l: &LossSpec) -> String {
+    match *l {
+        LossSpec::GilbertElliott { r, .. } if r > 0.0 => {
+            let burst = 1.0 / r;
+            let burst = if (burst - burst.round()).abs() < 1e-9 {
+                format!("{burst:.0}")
+            } else {
+                format!("{burst:.2}")
+            };
+            format!("GE {:.1}%/b{burst}", l.mean_loss() * 100.0)
+        }
+        _ => format!("{:.1}%", l.mean_loss() * 100.0),
+    }
+}
+
 /// Runs the benchmark.
 pub fn run(a: NetBenchArgs) -> Result<(), String> {
     if a.emu {
-        let losses = a
-            .loss
-            .split(',')
-            .map(tcpfec_channel::units::parse_probability)
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("--loss: {e}"))?;
+        let losses = conditions(&a)?;
         return crate::emu_bench::run(&crate::emu_bench::Plan {
             rate: tcpfec_channel::units::parse_rate(&a.rate).map_err(|e| format!("--rate: {e}"))?,
             rtt: tcpfec_channel::units::parse_duration(&a.rtt)
@@ -378,4 +402,19 @@ pub fn run(a: NetBenchArgs) -> Result<(), String> {
         relayed(&a)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_read_as_average_loss_and_mean_burst() {
+        assert_eq!(condition_label(&LossSpec::None), "0.0%");
+        assert_eq!(condition_label(&LossSpec::bernoulli(0.01)), "1.0%");
+        let ge = LossSpec::parse_ge("1.0204%,50%,0,1").unwrap();
+        assert_eq!(condition_label(&ge), "GE 2.0%/b2");
+        let ge = LossSpec::parse_ge("0.75%,75%,0,1").unwrap();
+        assert_eq!(condition_label(&ge), "GE 1.0%/b1.33");
+    }
 }

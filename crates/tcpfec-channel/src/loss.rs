@@ -70,7 +70,6 @@ impl LossSpec {
         })
     }
 
-    /// Long-run loss probability of the model.
     /// Parses a switching schedule `A/B@T`: rate A, then B, alternating every T.
     pub fn parse_switching(s: &str) -> Result<LossSpec, String> {
         let (rates, period) = s
@@ -94,6 +93,7 @@ impl LossSpec {
         })
     }
 
+    /// Long-run loss probability of the model.
     pub fn mean_loss(&self) -> f64 {
         match *self {
             LossSpec::Switching { first, second, .. } => (first + second) / 2.0,
