@@ -297,7 +297,7 @@ fn report(plan: &Plan, l: LossSpec, c: &Contender, o: &Outcome, link: Value) {
     println!(
         "{:<20} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12}",
         c.label(),
-        crate::net_bench::condition_label(&l),
+        l.label(),
         o.bulk.map_or("-".into(), |b| format!("{:.1}", b.0)),
         o.bulk.map_or("-".into(), |b| format!("{:.1}", b.1)),
         o.bulk_counts.0,

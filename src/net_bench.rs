@@ -286,7 +286,7 @@ fn relayed(a: &NetBenchArgs) -> Result<(), String> {
                 println!(
                     "{:<18} {:>12} {:>7.2} Mb/s {:>10} {:>8} {:>5} {:>14}",
                     s,
-                    condition_label(&l),
+                    l.label(),
                     mbps,
                     rec,
                     st.fast_recoveries,
@@ -361,23 +361,6 @@ fn conditions(a: &NetBenchArgs) -> Result<Vec<LossSpec>, String> {
     Ok(v)
 }
 
-/// How a loss condition reads in a table: `1.0%`, or `GE 2.0%/b2` (average loss, mean
-/// burst length in packets).
-pub fn condition_label(l: &LossSpec) -> String {
-    match *l {
-        LossSpec::GilbertElliott { r, .. } if r > 0.0 => {
-            let burst = 1.0 / r;
-            let burst = if (burst - burst.round()).abs() < 1e-9 {
-                format!("{burst:.0}")
-            } else {
-                format!("{burst:.2}")
-            };
-            format!("GE {:.1}%/b{burst}", l.mean_loss() * 100.0)
-        }
-        _ => format!("{:.1}%", l.mean_loss() * 100.0),
-    }
-}
-
 /// Runs the benchmark.
 pub fn run(a: NetBenchArgs) -> Result<(), String> {
     if a.emu {
@@ -402,19 +385,4 @@ pub fn run(a: NetBenchArgs) -> Result<(), String> {
         relayed(&a)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn conditions_read_as_average_loss_and_mean_burst() {
-        assert_eq!(condition_label(&LossSpec::None), "0.0%");
-        assert_eq!(condition_label(&LossSpec::bernoulli(0.01)), "1.0%");
-        let ge = LossSpec::parse_ge("1.0204%,50%,0,1").unwrap();
-        assert_eq!(condition_label(&ge), "GE 2.0%/b2");
-        let ge = LossSpec::parse_ge("0.75%,75%,0,1").unwrap();
-        assert_eq!(condition_label(&ge), "GE 1.0%/b1.33");
-    }
 }

@@ -93,6 +93,23 @@ impl LossSpec {
         })
     }
 
+    /// How the condition reads in a table: `1.0%` (its average loss), or `GE 2.0%/b2`
+    /// for Gilbert–Elliott (average loss, mean burst length in packets).
+    pub fn label(&self) -> String {
+        match *self {
+            LossSpec::GilbertElliott { r, .. } if r > 0.0 => {
+                let burst = 1.0 / r;
+                let burst = if (burst - burst.round()).abs() < 1e-9 {
+                    format!("{burst:.0}")
+                } else {
+                    format!("{burst:.2}")
+                };
+                format!("GE {:.1}%/b{burst}", self.mean_loss() * 100.0)
+            }
+            _ => format!("{:.1}%", self.mean_loss() * 100.0),
+        }
+    }
+
     /// Long-run loss probability of the model.
     pub fn mean_loss(&self) -> f64 {
         match *self {
@@ -211,6 +228,16 @@ fn ge_flip_after(p: f64, r: f64, bad: bool, steps: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_condition_reads_as_average_loss_and_mean_burst() {
+        assert_eq!(LossSpec::None.label(), "0.0%");
+        assert_eq!(LossSpec::bernoulli(0.01).label(), "1.0%");
+        let ge = LossSpec::parse_ge("1.0204%,50%,0,1").unwrap();
+        assert_eq!(ge.label(), "GE 2.0%/b2");
+        let ge = LossSpec::parse_ge("0.75%,75%,0,1").unwrap();
+        assert_eq!(ge.label(), "GE 1.0%/b1.33");
+    }
 
     #[test]
     fn an_idle_gap_lets_the_gilbert_chain_forget_its_state() {
