@@ -94,7 +94,8 @@ impl LossSpec {
     }
 
     /// How the condition reads in a table: `1.0%` (its average loss), or `GE 2.0%/b2`
-    /// for Gilbert–Elliott (average loss, mean burst length in packets).
+    /// for Gilbert–Elliott (average loss, then 1/r: the mean stay in the bad state, in
+    /// packets, which is the mean burst when the bad state loses every packet).
     pub fn label(&self) -> String {
         match *self {
             LossSpec::GilbertElliott { r, .. } if r > 0.0 => {

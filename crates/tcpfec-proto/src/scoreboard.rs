@@ -296,10 +296,7 @@ impl Scoreboard {
             if s.sacked {
                 above -= 1;
             } else if !s.lost {
-                let tail = s
-                    .fec
-                    .filter(|p| p.bound >= self.una + self.segs.len() as u64);
-                match tail.and_then(|p| p.repairs_sent) {
+                match self.tail_repairs_sent(s) {
                     Some(t) if t + wait <= now => {
                         self.set_lost(i);
                         newly += 1;
@@ -415,15 +412,23 @@ impl Scoreboard {
             }
             self.scan += 1;
         }
-        let nxt = self.nxt();
-        self.awaiting_repairs = self.segs.get(self.scan).and_then(|s| {
-            let above = self.sacked - self.sacked_below_scan - s.sacked as usize;
-            let waiting = !s.sacked && !s.lost && above > 0;
-            s.fec
-                .filter(|p| waiting && p.bound >= nxt)
-                .and_then(|p| p.repairs_sent)
-        });
+        let above = self.sacked - self.sacked_below_scan;
+        self.awaiting_repairs = self
+            .segs
+            .get(self.scan)
+            .filter(|s| above > 0 && !s.sacked)
+            .and_then(|s| self.tail_repairs_sent(s));
         newly
+    }
+
+    /// When the repairs of `s`'s block left, if `s` is a hole waiting for them (neither
+    /// SACKed nor lost) and they were the last packets sent, so that no later segment can
+    /// show it lost by the SACK rule.
+    fn tail_repairs_sent(&self, s: &SentSegment) -> Option<Instant> {
+        let nxt = self.nxt();
+        s.fec
+            .filter(|p| !s.sacked && !s.lost && p.bound >= nxt)
+            .and_then(|p| p.repairs_sent)
     }
 
     fn set_lost(&mut self, i: usize) {

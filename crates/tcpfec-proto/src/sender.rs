@@ -353,11 +353,10 @@ impl Sender {
                 enc.flush();
             }
         }
-        if self.repair_deadline().is_some_and(|d| d <= now) {
-            let wait = self.repair_wait();
-            if self.sb.mark_lost_awaiting_repairs(now, wait) > 0 {
-                self.force_retransmit = true;
-            }
+        if self.repair_deadline().is_some_and(|d| d <= now)
+            && self.sb.mark_lost_awaiting_repairs(now, self.repair_wait()) > 0
+        {
+            self.force_retransmit = true;
         }
         if self.rto_deadline.is_some_and(|d| d <= now) {
             self.on_timeout(now);
