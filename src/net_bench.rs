@@ -261,8 +261,8 @@ fn relayed(a: &NetBenchArgs) -> Result<(), String> {
             a.seconds
         );
         println!(
-            "{:<18} {:>12} {:>12} {:>10} {:>8} {:>5} {:>14}",
-            "scheme", "loss", "goodput", "recovered", "FR", "RTO", "of C(1-p)"
+            "{:<18} {:>12} {:>12} {:>10} {:>8} {:>5} {:>7} {:>7} {:>14}",
+            "scheme", "loss", "goodput", "recovered", "FR", "RTO", "repair", "resent", "of C(1-p)"
         );
     }
     // C: the best loss-free goodput seen (measured first when 0 is in the list).
@@ -280,17 +280,19 @@ fn relayed(a: &NetBenchArgs) -> Result<(), String> {
             if a.json {
                 println!(
                     "{}",
-                    json!({"bench": "relay", "scheme": s, "loss": p, "loss_model": l, "rate_bps": rate, "rtt_ms": rtt.as_secs_f64() * 1e3, "goodput_mbps": mbps, "recovered": rec, "fast_recoveries": st.fast_recoveries, "timeouts": st.timeouts, "share_of_capacity": share})
+                    json!({"bench": "relay", "scheme": s, "loss": p, "loss_model": l, "rate_bps": rate, "rtt_ms": rtt.as_secs_f64() * 1e3, "goodput_mbps": mbps, "recovered": rec, "fast_recoveries": st.fast_recoveries, "timeouts": st.timeouts, "share_of_capacity": share, "data_packets_sent": st.data_packets_sent, "retransmissions": st.retransmissions, "repairs_sent": st.repairs_sent, "payload_bytes_sent": st.payload_bytes_sent})
                 );
             } else {
                 println!(
-                    "{:<18} {:>12} {:>7.2} Mb/s {:>10} {:>8} {:>5} {:>14}",
+                    "{:<18} {:>12} {:>7.2} Mb/s {:>10} {:>8} {:>5} {:>7} {:>7} {:>14}",
                     s,
                     l.label(),
                     mbps,
                     rec,
                     st.fast_recoveries,
                     st.timeouts,
+                    percent_of_sent(st.repairs_sent, &st),
+                    percent_of_sent(st.retransmissions, &st),
                     share.map_or("-".into(), |x| format!("{:.0}%", x * 100.0))
                 );
             }
@@ -300,6 +302,15 @@ fn relayed(a: &NetBenchArgs) -> Result<(), String> {
         println!("C = best loss-free goodput through the relay (UDP/IP headers, tcpfec headers and the FEC share of the scheme that reached it are outside C)");
     }
     Ok(())
+}
+
+/// `n` as a share of every data and repair packet the sender sent, for the relay table.
+fn percent_of_sent(n: u64, st: &tcpfec_proto::Stats) -> String {
+    let all = st.data_packets_sent + st.repairs_sent;
+    if all == 0 {
+        return "-".into();
+    }
+    format!("{:.1}%", n as f64 * 100.0 / all as f64)
 }
 
 /// Two processes on loopback: `tcpfec perf` with sack and the default scheme, and quinn
