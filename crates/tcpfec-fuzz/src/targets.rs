@@ -131,6 +131,7 @@ fn packet_from(input: &mut Input, at: &Anchors) -> Packet {
                 lost: f.recovered,
                 runs: f.failed,
                 congestion_lost: f.repairs_lost,
+                congestion_received: f.received,
             });
             p.number = Some(p.ts_val);
         }

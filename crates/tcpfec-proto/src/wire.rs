@@ -254,6 +254,10 @@ pub struct LossCounters {
     /// Numbered packets lost while the queue was near full (taken as congestion drops),
     /// or in runs too long for any block to repair (outages).
     pub congestion_lost: u32,
+    /// Numbered packets received while the queue was near full. The channel estimate
+    /// leaves them out with the losses counted as congestion: counting them as channel
+    /// packets that arrived would read a lossy link's losses at a full queue as no loss.
+    pub congestion_received: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -313,7 +317,7 @@ impl Packet {
         let fec = self.fec.as_ref().map_or(0, |g| 2 + fec_group_len(g));
         let repair = if self.repair.is_some() { 6 } else { 0 };
         let feedback = match self.fec_feedback {
-            Some(FecFeedback { loss: Some(_), .. }) => 30,
+            Some(FecFeedback { loss: Some(_), .. }) => 34,
             Some(_) => 18,
             None => 0,
         };
@@ -384,7 +388,7 @@ impl Packet {
         }
         if let Some(f) = self.fec_feedback {
             out[at] = OPT_FEC_FEEDBACK;
-            out[at + 1] = if f.loss.is_some() { 28 } else { 16 };
+            out[at + 1] = if f.loss.is_some() { 32 } else { 16 };
             out[at + 2..at + 6].copy_from_slice(&f.recovered.to_be_bytes());
             out[at + 6..at + 10].copy_from_slice(&f.failed.to_be_bytes());
             out[at + 10..at + 14].copy_from_slice(&f.repairs_lost.to_be_bytes());
@@ -394,7 +398,8 @@ impl Packet {
                 out[at..at + 4].copy_from_slice(&l.lost.to_be_bytes());
                 out[at + 4..at + 8].copy_from_slice(&l.runs.to_be_bytes());
                 out[at + 8..at + 12].copy_from_slice(&l.congestion_lost.to_be_bytes());
-                at += 12;
+                out[at + 12..at + 16].copy_from_slice(&l.congestion_received.to_be_bytes());
+                at += 16;
             }
         }
         if let Some(n) = self.number {
@@ -585,7 +590,7 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                 p.repair = Some(r);
             }
             OPT_FEC_FEEDBACK => {
-                if !(len == 16 || len == 28) || p.fec_feedback.is_some() {
+                if !(len == 16 || len == 32) || p.fec_feedback.is_some() {
                     return Err(WireError::BadOption(
                         "FEC feedback option length or repetition",
                     ));
@@ -596,10 +601,11 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                     failed: word(4),
                     repairs_lost: word(8),
                     received: word(12),
-                    loss: (len == 28).then(|| LossCounters {
+                    loss: (len == 32).then(|| LossCounters {
                         lost: word(16),
                         runs: word(20),
                         congestion_lost: word(24),
+                        congestion_received: word(28),
                     }),
                 });
             }
@@ -675,14 +681,15 @@ mod tests {
             lost: 5,
             runs: 2,
             congestion_lost: u32::MAX,
+            congestion_received: 7,
         });
-        assert_eq!(p.encoded_len(), plain + 6 + 12);
+        assert_eq!(p.encoded_len(), plain + 6 + 16);
         let bytes = p.to_vec().unwrap();
         assert_eq!(Packet::parse(&bytes).unwrap(), p);
         // A feedback option of any other length is refused.
         let at = bytes
             .windows(2)
-            .position(|w| w == [OPT_FEC_FEEDBACK, 28])
+            .position(|w| w == [OPT_FEC_FEEDBACK, 32])
             .unwrap();
         let mut bad = bytes.clone();
         bad[at + 1] = 20;

@@ -81,6 +81,7 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                                 lost: recovered,
                                 runs: failed,
                                 congestion_lost: repairs_lost,
+                                congestion_received: received,
                             }),
                         }
                     }),

@@ -117,10 +117,19 @@ impl AutoControl {
         let lost = loss.lost.wrapping_sub(prev_loss.lost) as u64;
         let runs = loss.runs.wrapping_sub(prev_loss.runs) as u64;
         let congestion_lost = loss.congestion_lost.wrapping_sub(prev_loss.congestion_lost) as u64;
-        if received >= 1 << 31 || lost >= 1 << 31 || congestion_lost >= 1 << 31 {
+        let congestion_received = loss
+            .congestion_received
+            .wrapping_sub(prev_loss.congestion_received) as u64;
+        if [received, lost, congestion_lost, congestion_received]
+            .iter()
+            .any(|&x| x >= 1 << 31)
+        {
             return None; // an older report overtaken by a newer one
         }
         self.congestion_lost += congestion_lost;
+        // The channel is measured on the packets that met a queue with room only: the
+        // losses at a full queue are left out, so must the arrivals be.
+        let received = received.saturating_sub(congestion_received);
         self.observe(received, lost, runs);
         self.since_sizing += received + lost;
         let bound = |share: f64| ((window * share) as usize).clamp(2, self.p.max_block as usize);
@@ -229,6 +238,32 @@ mod tests {
         // Loss stops: back down towards the probe level.
         report(&mut c, &mut fb, 4000, (100, 0, 0));
         assert!(c.code().overhead() <= 0.03, "{:?}", c.code());
+    }
+
+    #[test]
+    fn a_lossy_link_behind_a_standing_queue_is_measured_on_the_packets_with_room() {
+        // A 1 % link; 70 % of the packets meet a full queue, where the receiver counts
+        // their losses as congestion and their arrivals apart. Per report of 1000 packets:
+        // 7 lost and 693 arrived at the full queue, 3 lost (isolated) and 297 arrived with
+        // room.
+        let (mut c, mut fb) = start();
+        for _ in 0..100 {
+            let l = fb.loss.get_or_insert_with(LossCounters::default);
+            l.lost = l.lost.wrapping_add(3);
+            l.runs = l.runs.wrapping_add(3);
+            l.congestion_lost = l.congestion_lost.wrapping_add(7);
+            l.congestion_received = l.congestion_received.wrapping_add(693);
+            fb.received = fb.received.wrapping_add(990);
+            c.on_feedback(fb, 1000.0);
+        }
+        let p = c.estimate().loss_rate;
+        // Counting the full queue's arrivals as channel packets would read 3 / 993.
+        assert!((0.008..0.012).contains(&p), "estimated {p}");
+        assert_eq!(
+            c.congestion_lost,
+            99 * 7,
+            "the first report is the baseline"
+        );
     }
 
     #[test]
