@@ -280,13 +280,20 @@ impl Scoreboard {
     /// receiver then acknowledges the rebuilt segment at once. Marks lost every waiting
     /// hole, in order and with a segment SACKed above it, whose group's repairs left at
     /// least `wait` before `now`, and stops at the first hole that may still be rebuilt.
-    /// Only at the tail, where nothing was sent after the repairs: no later segment can
-    /// then satisfy the SACK rule, which is safer wherever one can. A hole may only look
+    /// Only at the tail, where fewer than `dupthresh` segments were sent after the
+    /// repairs: no later segment can then satisfy the SACK rule, which is safer wherever
+    /// one can. (A transfer's FIN, sent after its last block's repairs, had kept the rule
+    /// from its last holes, which then waited for the tail loss probe.) A hole may only look
     /// missing, since duplicate ACKs withheld while the receiver could still repair never
     /// carried their SACKs; in bulk transfers at 5 % loss applying this rule to every
     /// waiting hole raised retransmissions from 1.3 to 1.6 % of the packets. Returns how
     /// many were marked; the hole left waiting is found again by `mark_lost_by_sack`.
-    pub fn mark_lost_awaiting_repairs(&mut self, now: Instant, wait: Duration) -> usize {
+    pub fn mark_lost_awaiting_repairs(
+        &mut self,
+        now: Instant,
+        wait: Duration,
+        dupthresh: usize,
+    ) -> usize {
         self.awaiting_repairs = None;
         let mut above = self.sacked - self.sacked_below_scan;
         let mut newly = 0;
@@ -296,7 +303,7 @@ impl Scoreboard {
             if s.sacked {
                 above -= 1;
             } else if !s.lost {
-                match self.tail_repairs_sent(s) {
+                match self.tail_repairs_sent(s, dupthresh) {
                     Some(t) if t + wait <= now => {
                         self.set_lost(i);
                         newly += 1;
@@ -412,22 +419,38 @@ impl Scoreboard {
             }
             self.scan += 1;
         }
-        let above = self.sacked - self.sacked_below_scan;
-        self.awaiting_repairs = self
-            .segs
-            .get(self.scan)
-            .filter(|s| above > 0 && !s.sacked)
-            .and_then(|s| self.tail_repairs_sent(s));
+        self.awaiting_repairs = self.first_waiting_hole().and_then(|i| {
+            let s = &self.segs[i];
+            self.tail_repairs_sent(s, dupthresh)
+        });
         newly
     }
 
+    /// Index of the first hole (neither SACKed nor lost) the scan stopped at or before,
+    /// with a segment SACKed above it. The scan may stop on a SACKed segment whose own
+    /// count above falls short, with the hole after it: the hole is what waits.
+    fn first_waiting_hole(&self) -> Option<usize> {
+        let mut above = self.sacked - self.sacked_below_scan;
+        for (i, s) in self.segs.iter().enumerate().skip(self.scan) {
+            if above == 0 {
+                return None;
+            }
+            if s.sacked {
+                above -= 1;
+            } else if !s.lost {
+                return Some(i);
+            }
+        }
+        None
+    }
+
     /// When the repairs of `s`'s block left, if `s` is a hole waiting for them (neither
-    /// SACKed nor lost) and they were the last packets sent, so that no later segment can
-    /// show it lost by the SACK rule.
-    fn tail_repairs_sent(&self, s: &SentSegment) -> Option<Instant> {
+    /// SACKed nor lost) and fewer than `dupthresh` segments were sent after them, so that
+    /// no later segment can show it lost by the SACK rule.
+    fn tail_repairs_sent(&self, s: &SentSegment, dupthresh: usize) -> Option<Instant> {
         let nxt = self.nxt();
         s.fec
-            .filter(|p| !s.sacked && !s.lost && p.bound >= nxt)
+            .filter(|p| !s.sacked && !s.lost && p.bound + dupthresh as u64 > nxt)
             .and_then(|p| p.repairs_sent)
     }
 
@@ -749,14 +772,40 @@ mod tests {
         assert_eq!(sb.awaiting_repairs(), Some(at(10)));
         let wait = Duration::from_millis(25);
         assert_eq!(
-            sb.mark_lost_awaiting_repairs(at(34), wait),
+            sb.mark_lost_awaiting_repairs(at(34), wait, 3),
             0,
             "not yet due"
         );
-        assert_eq!(sb.mark_lost_awaiting_repairs(at(35), wait), 3);
+        assert_eq!(sb.mark_lost_awaiting_repairs(at(35), wait, 3), 3);
         assert!((0..3).all(|s| sb.get(s).unwrap().lost));
         assert_eq!(sb.awaiting_repairs(), None);
         sb.check_counters();
+    }
+
+    /// The same block followed by a segment sent after its repair (a transfer's FIN):
+    /// one segment cannot satisfy the SACK rule either, so the time rule still applies;
+    /// three can, and then it is left to them.
+    #[test]
+    fn a_hole_followed_by_fewer_than_dupthresh_segments_still_gets_the_time_rule() {
+        let at = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+        let wait = Duration::from_millis(25);
+        for after in [1u64, 2, 3] {
+            let mut sb = board(4 + after);
+            for seg in 0..4 {
+                sb.protect(seg, group(0, 4, 1), 4, Some(at(10)));
+            }
+            // 0, 1 and 2 missing; 3 and the last segment sent after the repair arrived.
+            sb.apply_sack(at(30), &[blk(3, 4), blk(3 + after, 4 + after)]);
+            sb.mark_lost_by_sack(3);
+            let marked = sb.mark_lost_awaiting_repairs(at(35), wait, 3);
+            if after < 3 {
+                assert_eq!(sb.awaiting_repairs(), None);
+                assert_eq!(marked, 3, "{after} segment(s) after the repair");
+            } else {
+                assert_eq!(marked, 0, "three segments after the repair: the SACK rule's case");
+            }
+            sb.check_counters();
+        }
     }
 
     #[test]

@@ -354,7 +354,10 @@ impl Sender {
             }
         }
         if self.repair_deadline().is_some_and(|d| d <= now)
-            && self.sb.mark_lost_awaiting_repairs(now, self.repair_wait()) > 0
+            && self
+                .sb
+                .mark_lost_awaiting_repairs(now, self.repair_wait(), self.dupthresh as usize)
+                > 0
         {
             self.force_retransmit = true;
         }
