@@ -1,12 +1,13 @@
 //! Tail loss probe: a short transfer whose last packets are lost finishes without waiting
 //! for the retransmission timer.
 //!
-//! 120 KB over 10 Mb/s and a 20 ms RTT with a 17-packet buffer: `auto`'s startup
+//! 125 KB over 10 Mb/s and a 20 ms RTT with a 17-packet buffer: `auto`'s startup
 //! overflows the buffer at the transfer's tail, and nothing sent after the lost packets
 //! arrives to show them lost (neither by SACKs nor by the time rule for a tail block's
 //! repairs, which needs a segment SACKed above the hole), so without a probe the sender
-//! waits for its 200 ms minimum RTO. (At 100 KB the tail loses a hole with one segment
-//! above it, which the repairs' time rule now recovers: `tail_repairs.rs`.)
+//! waits for its 200 ms minimum RTO. (At 100 and 120 KB the tail loses holes with a
+//! segment above them, the transfer's FIN among them, which the repairs' time rule
+//! recovers: `tail_repairs.rs`.)
 
 use core::time::Duration;
 use tcpfec_proto::Scheme;
@@ -24,7 +25,7 @@ fn tail_loss(probe: bool, loss: f64, seed: u64) -> RunResult {
         buffer: 17,
         initial_window: 10,
         loss: LossSpec::bernoulli(loss),
-        app: App::Transfer { bytes: 120_000 },
+        app: App::Transfer { bytes: 125_000 },
         duration: Duration::from_secs(120),
         window: (Duration::ZERO, Duration::from_secs(120)),
         verify_data: true,
