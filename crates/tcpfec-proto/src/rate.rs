@@ -319,14 +319,18 @@ mod tests {
         let a = r.on_send(ms(0), 0, false);
         r.on_send(ms(1), 1000, false);
         r.on_delivered(ms(100), &a, 0, 1000);
-        assert!(r.take_sample(ms(100), Some(Duration::from_millis(100))).is_some());
+        assert!(r
+            .take_sample(ms(100), Some(Duration::from_millis(100)))
+            .is_some());
         assert_eq!(r.newest_delivered(), Some(a.order));
         // b is resent at 150 ms; its first copy's ACK comes at 155 ms.
         let b_again = r.on_send(ms(150), 0, true);
         r.on_delivered(ms(155), &b_again, 1, 1000);
         assert_eq!(r.delivered(), 2000);
         assert_eq!(r.newest_delivered(), Some(a.order), "RACK's clock stays");
-        assert!(r.take_sample(ms(155), Some(Duration::from_millis(100))).is_none());
+        assert!(r
+            .take_sample(ms(155), Some(Duration::from_millis(100)))
+            .is_none());
         // Acknowledged a round trip after it left, the same retransmission times the
         // sample (without an RTT: Karn's rule).
         let mut late = DeliveryRate::new();
@@ -334,7 +338,9 @@ mod tests {
         let again = late.on_send(ms(150), 0, true);
         late.take_sample(ms(100), Some(Duration::from_millis(100)));
         late.on_delivered(ms(250), &again, 0, 1000);
-        let s = late.take_sample(ms(250), Some(Duration::from_millis(100))).unwrap();
+        let s = late
+            .take_sample(ms(250), Some(Duration::from_millis(100)))
+            .unwrap();
         assert_eq!((s.prior_delivered, s.rtt), (0, None));
     }
 

@@ -802,7 +802,10 @@ mod tests {
                 assert_eq!(sb.awaiting_repairs(), None);
                 assert_eq!(marked, 3, "{after} segment(s) after the repair");
             } else {
-                assert_eq!(marked, 0, "three segments after the repair: the SACK rule's case");
+                assert_eq!(
+                    marked, 0,
+                    "three segments after the repair: the SACK rule's case"
+                );
             }
             sb.check_counters();
         }
