@@ -34,6 +34,20 @@ const OPT_REPAIR: u8 = 4;
 const OPT_FEC_FEEDBACK: u8 = 5;
 const OPT_TRANSFER: u8 = 6;
 const OPT_NUMBER: u8 = 7;
+const OPT_FEC_BLOCK: u8 = 8;
+/// Body length of the compact FEC group option: the packet's index in its group, the
+/// group's member count and its repairs, one byte each.
+const FEC_BLOCK_LEN: usize = 3;
+
+/// The packet numbered `seg`'s index in `g` when the compact option can carry `g`: a
+/// group of first transmissions of consecutive segments, at most 255 of them, that holds
+/// `seg` (a repair packet is numbered by its group's first member, index 0). Other
+/// groups travel in the full option.
+fn compact_index(g: &FecGroup, seg: u64) -> Option<u8> {
+    let index = seg.checked_sub(g.first)?;
+    (g.retransmission_group == 0 && g.stride == 1 && g.count <= 255 && index < g.count as u64)
+        .then_some(index as u8)
+}
 
 /// Why a byte string is not a valid packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -314,7 +328,13 @@ impl Packet {
             2 + 16 * self.sack.len()
         };
         let mss = if self.mss.is_some() { 4 } else { 0 };
-        let fec = self.fec.as_ref().map_or(0, |g| 2 + fec_group_len(g));
+        let fec = self
+            .fec
+            .as_ref()
+            .map_or(0, |g| match compact_index(g, self.seg) {
+                Some(_) => 2 + FEC_BLOCK_LEN,
+                None => 2 + fec_group_len(g),
+            });
         let repair = if self.repair.is_some() { 6 } else { 0 };
         let feedback = match self.fec_feedback {
             Some(FecFeedback { loss: Some(_), .. }) => 34,
@@ -366,7 +386,17 @@ impl Packet {
             out[at + 2..at + 4].copy_from_slice(&mss.to_be_bytes());
             at += 4;
         }
-        if let Some(g) = self.fec {
+        if let Some((g, index)) = self
+            .fec
+            .and_then(|g| compact_index(&g, self.seg).map(|i| (g, i)))
+        {
+            out[at] = OPT_FEC_BLOCK;
+            out[at + 1] = FEC_BLOCK_LEN as u8;
+            out[at + 2] = index;
+            out[at + 3] = g.count as u8;
+            out[at + 4] = g.repairs;
+            at += 2 + FEC_BLOCK_LEN;
+        } else if let Some(g) = self.fec {
             out[at] = OPT_FEC_GROUP;
             out[at + 1] = fec_group_len(&g) as u8;
             out[at + 2..at + 10].copy_from_slice(&g.first.to_be_bytes());
@@ -567,12 +597,45 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                 {
                     return Err(WireError::BadOption("FEC group beyond the segment space"));
                 }
-                p.fec = Some(FecGroup {
+                let g = FecGroup {
                     first,
                     count,
                     stride,
                     repairs,
                     retransmission_group,
+                };
+                if compact_index(&g, p.seg).is_some() {
+                    // One encoding per packet: such a group travels in option 8.
+                    return Err(WireError::BadOption(
+                        "FEC group option for a group the compact block option carries",
+                    ));
+                }
+                p.fec = Some(g);
+            }
+            OPT_FEC_BLOCK => {
+                if len != FEC_BLOCK_LEN || p.fec.is_some() {
+                    return Err(WireError::BadOption(
+                        "FEC block option length or repetition",
+                    ));
+                }
+                let (index, count, repairs) = (body[0], body[1], body[2]);
+                if count == 0 || repairs == 0 || index >= count {
+                    return Err(WireError::BadOption(
+                        "FEC block with zero count or repairs, or an index past its count",
+                    ));
+                }
+                let Some(first) = p.seg.checked_sub(index as u64) else {
+                    return Err(WireError::BadOption("FEC block starts before segment 0"));
+                };
+                if first.checked_add(count as u64 - 1).is_none() {
+                    return Err(WireError::BadOption("FEC block beyond the segment space"));
+                }
+                p.fec = Some(FecGroup {
+                    first,
+                    count: count as u16,
+                    stride: 1,
+                    repairs,
+                    retransmission_group: 0,
                 });
             }
             OPT_REPAIR => {
@@ -694,6 +757,91 @@ mod tests {
         let mut bad = bytes.clone();
         bad[at + 1] = 20;
         assert!(Packet::parse(&bad).is_err());
+    }
+
+    #[test]
+    fn a_block_of_consecutive_segments_travels_in_the_compact_option() {
+        let mut p = sample();
+        let full = p.encoded_len(); // stride 2: the full option
+        p.fec = Some(FecGroup {
+            first: p.seg - 5,
+            count: 128,
+            stride: 1,
+            repairs: 6,
+            retransmission_group: 0,
+        });
+        assert_eq!(p.encoded_len(), full - 10);
+        let bytes = p.to_vec().unwrap();
+        assert_eq!(Packet::parse(&bytes).unwrap(), p);
+        let at = bytes
+            .windows(2)
+            .position(|w| w == [OPT_FEC_BLOCK, 3])
+            .unwrap();
+        assert_eq!(bytes[at + 2..at + 5], [5, 128, 6]);
+        // An index at or past the count is refused, as is a block before segment 0.
+        let mut bad = bytes.clone();
+        bad[at + 2] = 128;
+        assert!(Packet::parse(&bad).is_err());
+        let mut early = p.clone();
+        early.seg = 3;
+        early.fec.as_mut().unwrap().first = 0;
+        let mut bad = early.to_vec().unwrap();
+        let at = bad
+            .windows(2)
+            .position(|w| w == [OPT_FEC_BLOCK, 3])
+            .unwrap();
+        bad[at + 2] = 4;
+        assert!(Packet::parse(&bad).is_err());
+        // The full option is refused for a group the compact one carries.
+        let mut long = bytes[..FIXED_HEADER_LEN].to_vec();
+        let opts = &bytes[FIXED_HEADER_LEN..FIXED_HEADER_LEN + p.options_len()];
+        let mut rest = Vec::new();
+        let mut i = 0;
+        while i < opts.len() {
+            let (t, l) = (opts[i], opts[i + 1] as usize);
+            if t == OPT_FEC_BLOCK {
+                let g = p.fec.unwrap();
+                rest.extend_from_slice(&[OPT_FEC_GROUP, FEC_GROUP_LEN as u8]);
+                rest.extend_from_slice(&g.first.to_be_bytes());
+                rest.extend_from_slice(&g.count.to_be_bytes());
+                rest.extend_from_slice(&1u16.to_be_bytes());
+                rest.push(g.repairs);
+            } else {
+                rest.extend_from_slice(&opts[i..i + 2 + l]);
+            }
+            i += 2 + l;
+        }
+        long[38] = rest.len() as u8;
+        long.extend_from_slice(&rest);
+        long.extend_from_slice(&bytes[FIXED_HEADER_LEN + p.options_len()..]);
+        assert_eq!(
+            Packet::parse(&long),
+            Err(WireError::BadOption(
+                "FEC group option for a group the compact block option carries"
+            ))
+        );
+        // Groups the compact option cannot say keep the full one: more than 255 members,
+        // a retransmission group, or a packet that is not a member.
+        for g in [
+            FecGroup {
+                count: 300,
+                ..p.fec.unwrap()
+            },
+            FecGroup {
+                retransmission_group: 9,
+                ..p.fec.unwrap()
+            },
+            FecGroup {
+                first: p.seg + 1,
+                ..p.fec.unwrap()
+            },
+        ] {
+            let mut q = p.clone();
+            q.fec = Some(g);
+            let bytes = q.to_vec().unwrap();
+            assert!(!bytes.windows(2).any(|w| w == [OPT_FEC_BLOCK, 3]));
+            assert_eq!(Packet::parse(&bytes).unwrap(), q);
+        }
     }
 
     #[test]
