@@ -450,7 +450,7 @@ impl Scoreboard {
     fn tail_repairs_sent(&self, s: &SentSegment, dupthresh: usize) -> Option<Instant> {
         let nxt = self.nxt();
         s.fec
-            .filter(|p| !s.sacked && !s.lost && p.bound + dupthresh as u64 > nxt)
+            .filter(|p| !s.sacked && !s.lost && p.bound.saturating_add(dupthresh as u64) > nxt)
             .and_then(|p| p.repairs_sent)
     }
 
