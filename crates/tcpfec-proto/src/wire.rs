@@ -49,6 +49,41 @@ fn compact_index(g: &FecGroup, seg: u64) -> Option<u8> {
         .then_some(index as u8)
 }
 
+/// Length of the option that carries `g` on the packet numbered `seg`, type and length
+/// bytes included.
+fn group_option_len(g: &FecGroup, seg: u64) -> usize {
+    2 + compact_index(g, seg).map_or(fec_group_len(g), |_| FEC_BLOCK_LEN)
+}
+
+/// Writes the option that carries `g` on the packet numbered `seg` at the start of `out`:
+/// option 8 where it applies, option 3 otherwise. Returns its length.
+fn write_group_option(out: &mut [u8], g: &FecGroup, seg: u64) -> usize {
+    match compact_index(g, seg) {
+        Some(index) => {
+            let body = [index, g.count as u8, g.repairs];
+            out[0] = OPT_FEC_BLOCK;
+            out[1] = FEC_BLOCK_LEN as u8;
+            out[2..2 + FEC_BLOCK_LEN].copy_from_slice(&body);
+            2 + FEC_BLOCK_LEN
+        }
+        None => write_full_group_option(out, g),
+    }
+}
+
+/// Writes option 3 for `g` at the start of `out`; returns its length.
+fn write_full_group_option(out: &mut [u8], g: &FecGroup) -> usize {
+    out[0] = OPT_FEC_GROUP;
+    out[1] = fec_group_len(g) as u8;
+    out[2..10].copy_from_slice(&g.first.to_be_bytes());
+    out[10..12].copy_from_slice(&g.count.to_be_bytes());
+    out[12..14].copy_from_slice(&g.stride.to_be_bytes());
+    out[14] = g.repairs;
+    if g.retransmission_group != 0 {
+        out[15..19].copy_from_slice(&g.retransmission_group.to_be_bytes());
+    }
+    2 + fec_group_len(g)
+}
+
 /// Why a byte string is not a valid packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WireError {
@@ -331,10 +366,7 @@ impl Packet {
         let fec = self
             .fec
             .as_ref()
-            .map_or(0, |g| match compact_index(g, self.seg) {
-                Some(_) => 2 + FEC_BLOCK_LEN,
-                None => 2 + fec_group_len(g),
-            });
+            .map_or(0, |g| group_option_len(g, self.seg));
         let repair = if self.repair.is_some() { 6 } else { 0 };
         let feedback = match self.fec_feedback {
             Some(FecFeedback { loss: Some(_), .. }) => 34,
@@ -386,27 +418,8 @@ impl Packet {
             out[at + 2..at + 4].copy_from_slice(&mss.to_be_bytes());
             at += 4;
         }
-        if let Some((g, index)) = self
-            .fec
-            .and_then(|g| compact_index(&g, self.seg).map(|i| (g, i)))
-        {
-            out[at] = OPT_FEC_BLOCK;
-            out[at + 1] = FEC_BLOCK_LEN as u8;
-            out[at + 2] = index;
-            out[at + 3] = g.count as u8;
-            out[at + 4] = g.repairs;
-            at += 2 + FEC_BLOCK_LEN;
-        } else if let Some(g) = self.fec {
-            out[at] = OPT_FEC_GROUP;
-            out[at + 1] = fec_group_len(&g) as u8;
-            out[at + 2..at + 10].copy_from_slice(&g.first.to_be_bytes());
-            out[at + 10..at + 12].copy_from_slice(&g.count.to_be_bytes());
-            out[at + 12..at + 14].copy_from_slice(&g.stride.to_be_bytes());
-            out[at + 14] = g.repairs;
-            if g.retransmission_group != 0 {
-                out[at + 15..at + 19].copy_from_slice(&g.retransmission_group.to_be_bytes());
-            }
-            at += 2 + fec_group_len(&g);
+        if let Some(g) = &self.fec {
+            at += write_group_option(&mut out[at..], g, self.seg);
         }
         if let Some(r) = self.repair {
             out[at] = OPT_REPAIR;
@@ -700,6 +713,11 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
 mod tests {
     use super::*;
 
+    /// Where the option with this type and length byte starts in `bytes`.
+    fn option_at(bytes: &[u8], kind: u8, len: u8) -> Option<usize> {
+        bytes.windows(2).position(|w| w == [kind, len])
+    }
+
     fn sample() -> Packet {
         let mut sack = SackBlocks::default();
         sack.push(SackBlock { start: 10, end: 12 });
@@ -750,10 +768,7 @@ mod tests {
         let bytes = p.to_vec().unwrap();
         assert_eq!(Packet::parse(&bytes).unwrap(), p);
         // A feedback option of any other length is refused.
-        let at = bytes
-            .windows(2)
-            .position(|w| w == [OPT_FEC_FEEDBACK, 32])
-            .unwrap();
+        let at = option_at(&bytes, OPT_FEC_FEEDBACK, 32).unwrap();
         let mut bad = bytes.clone();
         bad[at + 1] = 20;
         assert!(Packet::parse(&bad).is_err());
@@ -773,10 +788,7 @@ mod tests {
         assert_eq!(p.encoded_len(), full - 10);
         let bytes = p.to_vec().unwrap();
         assert_eq!(Packet::parse(&bytes).unwrap(), p);
-        let at = bytes
-            .windows(2)
-            .position(|w| w == [OPT_FEC_BLOCK, 3])
-            .unwrap();
+        let at = option_at(&bytes, OPT_FEC_BLOCK, 3).unwrap();
         assert_eq!(bytes[at + 2..at + 5], [5, 128, 6]);
         // An index at or past the count is refused, as is a block before segment 0.
         let mut bad = bytes.clone();
@@ -786,34 +798,24 @@ mod tests {
         early.seg = 3;
         early.fec.as_mut().unwrap().first = 0;
         let mut bad = early.to_vec().unwrap();
-        let at = bad
-            .windows(2)
-            .position(|w| w == [OPT_FEC_BLOCK, 3])
-            .unwrap();
+        let at = option_at(&bad, OPT_FEC_BLOCK, 3).unwrap();
         bad[at + 2] = 4;
         assert!(Packet::parse(&bad).is_err());
-        // The full option is refused for a group the compact one carries.
-        let mut long = bytes[..FIXED_HEADER_LEN].to_vec();
-        let opts = &bytes[FIXED_HEADER_LEN..FIXED_HEADER_LEN + p.options_len()];
-        let mut rest = Vec::new();
-        let mut i = 0;
-        while i < opts.len() {
-            let (t, l) = (opts[i], opts[i + 1] as usize);
-            if t == OPT_FEC_BLOCK {
-                let g = p.fec.unwrap();
-                rest.extend_from_slice(&[OPT_FEC_GROUP, FEC_GROUP_LEN as u8]);
-                rest.extend_from_slice(&g.first.to_be_bytes());
-                rest.extend_from_slice(&g.count.to_be_bytes());
-                rest.extend_from_slice(&1u16.to_be_bytes());
-                rest.push(g.repairs);
-            } else {
-                rest.extend_from_slice(&opts[i..i + 2 + l]);
-            }
-            i += 2 + l;
-        }
-        long[38] = rest.len() as u8;
-        long.extend_from_slice(&rest);
-        long.extend_from_slice(&bytes[FIXED_HEADER_LEN + p.options_len()..]);
+        // The full option is refused for a group the compact one carries: the same packet
+        // with its group, its only option, written in option 3.
+        let only_group = Packet {
+            mss: None,
+            sack: SackBlocks::default(),
+            fec_feedback: None,
+            ..p.clone()
+        };
+        let short = only_group.to_vec().unwrap();
+        let mut option = [0u8; 2 + FEC_GROUP_LEN];
+        let n = write_full_group_option(&mut option, &p.fec.unwrap());
+        let mut long = short[..FIXED_HEADER_LEN].to_vec();
+        long[38] = n as u8;
+        long.extend_from_slice(&option[..n]);
+        long.extend_from_slice(&short[FIXED_HEADER_LEN + only_group.options_len()..]);
         assert_eq!(
             Packet::parse(&long),
             Err(WireError::BadOption(
@@ -839,7 +841,7 @@ mod tests {
             let mut q = p.clone();
             q.fec = Some(g);
             let bytes = q.to_vec().unwrap();
-            assert!(!bytes.windows(2).any(|w| w == [OPT_FEC_BLOCK, 3]));
+            assert_eq!(option_at(&bytes, OPT_FEC_BLOCK, 3), None);
             assert_eq!(Packet::parse(&bytes).unwrap(), q);
         }
     }
@@ -878,10 +880,7 @@ mod tests {
         let bytes = p.to_vec().unwrap();
         assert_eq!(Packet::parse(&bytes).unwrap(), p);
         // The long form with number 0 would give one group two encodings: refused.
-        let at = bytes
-            .windows(2)
-            .position(|w| w == [OPT_FEC_GROUP, 17])
-            .unwrap();
+        let at = option_at(&bytes, OPT_FEC_GROUP, 17).unwrap();
         let mut bad = bytes.clone();
         bad[at + 15..at + 19].copy_from_slice(&0u32.to_be_bytes());
         assert!(matches!(Packet::parse(&bad), Err(WireError::BadOption(_))));
