@@ -53,6 +53,13 @@ impl Default for AutoParams {
 /// and a handful of packets cannot move the estimate.
 const RESIZE_EVERY: u64 = 64;
 
+/// Probe block on a path shown clean: one repair per 49 data packets, 2 % of the packets.
+const CLEAN_PROBE_BLOCK: usize = 49;
+
+/// Measured packets (the estimator's decayed count) a path must have shown before its
+/// probe block may exceed a small window.
+const CLEAN_EVIDENCE: f64 = 1000.0;
+
 /// The controller's state.
 #[derive(Debug, Clone)]
 pub struct AutoControl {
@@ -159,6 +166,19 @@ impl AutoControl {
     /// within the repair cap; otherwise the code within the shorter bound, capped.
     fn sized(&self, est: &ChannelEstimate) -> CodeSize {
         let sizer = Sizer::new(est, self.p.target_failure);
+        // The probe block is a window: a startup's first flights need their repair within
+        // the flight (a floor from the first packet cost 100 KB transfers at 5 % loss a
+        // third more time). Once a path has shown itself clean over enough packets, a
+        // small window would pay more than the 2 % a probe may cost (one repair per 35
+        // packets at 10 Mb/s and 20 ms, 2.8 %); a block of 49 costs 2 %, and its rare loss
+        // waits at most about one and a half round trips for the repair.
+        let clean_k = CLEAN_PROBE_BLOCK.min(self.p.max_block as usize);
+        if self.probe_k < clean_k
+            && est.packets >= CLEAN_EVIDENCE
+            && sizer.one_repair_suffices(clean_k)
+        {
+            return CodeSize { k: clean_k, m: 1 };
+        }
         let long = sizer.code(self.met_k, self.probe_k);
         if let Some(long) = long.filter(|c| c.overhead() <= self.p.max_overhead) {
             return long;
@@ -223,6 +243,25 @@ mod tests {
             ..FecFeedback::default()
         };
         (AutoControl::new(AutoParams::default()), fb)
+    }
+
+    #[test]
+    fn a_small_window_on_a_path_shown_clean_pays_two_percent_not_a_window_share() {
+        let (mut c, mut fb) = start();
+        // 10 Mb/s, 20 ms: a window of 35 packets. A startup's probe spans one window.
+        let clean = |c: &mut AutoControl, fb: &mut FecFeedback, reports: usize| {
+            for _ in 0..reports {
+                fb.received = fb.received.wrapping_add(10);
+                c.on_feedback(*fb, 35.0);
+            }
+        };
+        clean(&mut c, &mut fb, 30);
+        assert_eq!(c.code(), CodeSize { k: 35, m: 1 }, "after 300 packets");
+        clean(&mut c, &mut fb, 100);
+        assert_eq!(c.code(), CodeSize { k: 49, m: 1 }, "after 1300 packets");
+        // Loss the longer block cannot meet the target for brings the sizing back.
+        report(&mut c, &mut fb, 50, (98, 2, 2));
+        assert!(c.code().overhead() > 0.02, "{:?}", c.code());
     }
 
     #[test]

@@ -112,6 +112,15 @@ impl Sizer {
         Sizer { target, table }
     }
 
+    /// One repair per block of `k` data packets keeps the block-failure probability under
+    /// the target (always, on a loss-free estimate).
+    pub fn one_repair_suffices(&self, k: usize) -> bool {
+        let k = k.clamp(1, MAX_BLOCK - 1);
+        self.table
+            .as_ref()
+            .is_none_or(|t| t[k + 1][1] <= self.target)
+    }
+
     /// The code with the least overhead that keeps the block-failure probability under
     /// the target, with at most `max_k` data packets per block (the delay bound), or
     /// `None` if no M up to the block limit meets it. On a loss-free estimate: one repair
