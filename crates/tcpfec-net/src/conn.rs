@@ -25,6 +25,15 @@ const MAX_BODY: usize = 4096;
 /// First retransmission of an unanswered Initial; doubles after each.
 const HELLO_RTO: Duration = Duration::from_millis(500);
 
+/// Every Initial goes out twice: the copy this long after the original, unless an answer
+/// came first. On a path that loses 5 % of its packets one connection in twenty would
+/// otherwise wait out [`HELLO_RTO`] for a lost Initial (measured through `tcpfec emu` at
+/// 50 Mb/s, RTT 200 ms: 2 of 12 10 MB tests took 0.5 s longer to start); with the copy,
+/// one in four hundred. The server answers each copy it gets, so its answer travels twice
+/// as well. Apart, so that one burst of loss rarely takes both; short, so that the copy
+/// costs the start nothing.
+const INITIAL_COPY_AFTER: Duration = Duration::from_millis(10);
+
 /// Where the connection is.
 pub(crate) enum Phase {
     /// Client: waiting for Retry / Handshake.
@@ -39,6 +48,8 @@ pub(crate) enum Phase {
         tries: u32,
         /// When to resend.
         next: Instant,
+        /// When to send the copy of the latest Initial, if it is still due.
+        copy_at: Option<Instant>,
         /// When to give up.
         deadline: Instant,
         /// A Retry arrived: the server exists.
@@ -188,12 +199,15 @@ impl Conn {
             payload,
             tries,
             next,
+            copy_at,
             cookie_seen,
             ..
         } = &mut self.phase
         else {
             return;
         };
+        // The cookie answers the Initial: its copy is not needed any more.
+        *copy_at = None;
         if *cookie_seen {
             return;
         }
@@ -444,6 +458,7 @@ impl Conn {
                 initial,
                 tries,
                 next,
+                copy_at,
                 deadline,
                 cookie_seen,
                 sent,
@@ -465,8 +480,17 @@ impl Conn {
                     *next = now + HELLO_RTO * (1 << (*tries).min(4));
                     *tries += 1;
                     *sent = now;
+                    *copy_at = Some(now + INITIAL_COPY_AFTER);
+                } else if copy_at.is_some_and(|t| now >= t) {
+                    // The same try: an answer to either copy is still an RTT sample
+                    // (within the copy's 10 ms).
+                    stats.datagrams_out += 1;
+                    stats.bytes_out += initial.len() as u64;
+                    out.push((self.peer, initial.clone()));
+                    *copy_at = None;
                 }
-                return (Some((*next).min(*deadline)), false);
+                let wake = copy_at.map_or(*next, |t| t.min(*next));
+                return (Some(wake.min(*deadline)), false);
             }
             Phase::Open => {}
         }

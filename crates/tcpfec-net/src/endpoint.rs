@@ -170,6 +170,7 @@ impl Endpoint {
                 sent: now,
                 tries: 0,
                 next: now,
+                copy_at: None,
                 deadline: now + shared.cfg.handshake_timeout,
                 cookie_seen: false,
                 hs,

@@ -437,7 +437,10 @@ async fn unproven_clients_get_bounded_answers_and_a_busy_server_asks_for_cookies
         // Busy: the next client is asked for a cookie, then connects.
         let cli = client(cfg).await;
         let mut s = cli.connect(addr).await.unwrap();
-        assert_eq!(srv.stats().retries_sent, 1);
+        // One cookie per copy of the Initial that reached the server before the first
+        // cookie reached the client (the copy follows 10 ms after the original).
+        let cookies = srv.stats().retries_sent;
+        assert!((1..=2).contains(&cookies), "{cookies} cookies");
         s.write_all(b"real").await.unwrap();
         s.shutdown().await.unwrap();
         // The first stream handed out is the real client's: none of the unproven ones.
