@@ -66,6 +66,18 @@ pub struct Plan {
     pub json: bool,
 }
 
+impl Plan {
+    /// Width of the table's first column: the longest contender's label.
+    fn label_width(&self) -> usize {
+        self.contenders
+            .iter()
+            .map(|c| c.label().len())
+            .max()
+            .unwrap_or(0)
+            .max("transport".len())
+    }
+}
+
 /// The default field: tcpfec's `sack` and default scheme, and the kernel's `cubic` and
 /// `bbr` where it has them; `schemes` replaces the tcpfec part.
 pub fn contenders(schemes: Option<&str>) -> Result<Vec<Contender>, String> {
@@ -126,8 +138,15 @@ pub fn run(plan: &Plan) -> Result<(), String> {
             plan.bytes / 1_000_000
         );
         println!(
-            "{:<20} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12}",
-            "transport", "loss", "bulk Mb/s", "steady Mb/s", "retr", "repair", "10 MB s"
+            "{:<w$} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12}",
+            "transport",
+            "loss",
+            "bulk Mb/s",
+            "steady Mb/s",
+            "retr",
+            "repair",
+            format!("{} MB s", plan.bytes / 1_000_000),
+            w = plan.label_width()
         );
     }
     for &l in &plan.losses {
@@ -295,7 +314,7 @@ fn report(plan: &Plan, l: LossSpec, c: &Contender, o: &Outcome, link: Value) {
     }
     let limit = format!(">{:.0}", plan.limit.as_secs_f64());
     println!(
-        "{:<20} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12}",
+        "{:<w$} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12}",
         c.label(),
         l.label(),
         o.bulk.map_or("-".into(), |b| format!("{:.1}", b.0)),
@@ -303,5 +322,6 @@ fn report(plan: &Plan, l: LossSpec, c: &Contender, o: &Outcome, link: Value) {
         o.bulk_counts.0,
         o.bulk_counts.1,
         o.completion.map_or(limit, |s| format!("{s:.2}")),
+        w = plan.label_width()
     );
 }
