@@ -220,19 +220,25 @@ mod tests {
     use crate::wire::LossCounters;
 
     /// Reports from a receiver that gets `received` and loses `lost` in `runs` runs per
-    /// report, `reports` times, continuing from `fb`.
-    fn report(
+    /// report, `reports` times, continuing from `fb`, with a window of 1000 packets.
+    fn report(c: &mut AutoControl, fb: &mut FecFeedback, reports: usize, counts: (u32, u32, u32)) {
+        report_in_window(c, fb, reports, counts, 1000.0);
+    }
+
+    /// [`report`] with a window of `window` packets (it bounds the blocks).
+    fn report_in_window(
         c: &mut AutoControl,
         fb: &mut FecFeedback,
         reports: usize,
         (received, lost, runs): (u32, u32, u32),
+        window: f64,
     ) {
         for _ in 0..reports {
             let l = fb.loss.get_or_insert_with(LossCounters::default);
             l.lost = l.lost.wrapping_add(lost);
             l.runs = l.runs.wrapping_add(runs);
             fb.received = fb.received.wrapping_add(received);
-            c.on_feedback(*fb, 1000.0);
+            c.on_feedback(*fb, window);
         }
     }
 
@@ -249,15 +255,9 @@ mod tests {
     fn a_small_window_on_a_path_shown_clean_pays_two_percent_not_a_window_share() {
         let (mut c, mut fb) = start();
         // 10 Mb/s, 20 ms: a window of 35 packets. A startup's probe spans one window.
-        let clean = |c: &mut AutoControl, fb: &mut FecFeedback, reports: usize| {
-            for _ in 0..reports {
-                fb.received = fb.received.wrapping_add(10);
-                c.on_feedback(*fb, 35.0);
-            }
-        };
-        clean(&mut c, &mut fb, 30);
+        report_in_window(&mut c, &mut fb, 30, (10, 0, 0), 35.0);
         assert_eq!(c.code(), CodeSize { k: 35, m: 1 }, "after 300 packets");
-        clean(&mut c, &mut fb, 100);
+        report_in_window(&mut c, &mut fb, 100, (10, 0, 0), 35.0);
         assert_eq!(c.code(), CodeSize { k: 49, m: 1 }, "after 1300 packets");
         // Loss the longer block cannot meet the target for brings the sizing back.
         report(&mut c, &mut fb, 50, (98, 2, 2));

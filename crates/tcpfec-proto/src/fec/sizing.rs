@@ -140,7 +140,7 @@ impl Sizer {
         // repair, as long as a retransmission would take, and a small window pays
         // 1/(probe + 1) for repair instead of 1/(max_k + 1) (12 % instead of 3 % at
         // 10 Mb/s and 20 ms, where the bound allows blocks of 8).
-        if probe > max_k && table[probe + 1][1] <= self.target {
+        if probe > max_k && self.one_repair_suffices(probe) {
             return Some(CodeSize { k: probe, m: 1 });
         }
         let mut best: Option<CodeSize> = None;
