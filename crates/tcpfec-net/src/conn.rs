@@ -473,21 +473,21 @@ impl Conn {
                     self.fail_hello(e);
                     return (None, true);
                 }
-                if now >= *next {
-                    stats.datagrams_out += 1;
-                    stats.bytes_out += initial.len() as u64;
-                    out.push((self.peer, initial.clone()));
+                let send = if now >= *next {
                     *next = now + HELLO_RTO * (1 << (*tries).min(4));
                     *tries += 1;
                     *sent = now;
                     *copy_at = Some(now + INITIAL_COPY_AFTER);
-                } else if copy_at.is_some_and(|t| now >= t) {
-                    // The same try: an answer to either copy is still an RTT sample
-                    // (within the copy's 10 ms).
+                    true
+                } else {
+                    // The copy belongs to the same try: an answer to either is still an
+                    // RTT sample (within the copy's 10 ms).
+                    copy_at.take_if(|t| now >= *t).is_some()
+                };
+                if send {
                     stats.datagrams_out += 1;
                     stats.bytes_out += initial.len() as u64;
                     out.push((self.peer, initial.clone()));
-                    *copy_at = None;
                 }
                 let wake = copy_at.map_or(*next, |t| t.min(*next));
                 return (Some(wake.min(*deadline)), false);

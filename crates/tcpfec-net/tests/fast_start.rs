@@ -6,14 +6,12 @@
 
 mod common;
 
-use common::{any, client, config, relay, server};
+use common::{client, config, proxy, relay, server};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tcpfec_channel::LossSpec;
 use tcpfec_net::{Psk, RetryPolicy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::UdpSocket;
 
 /// One-way delay of the relay: a round trip of 100 ms.
 const ONE_WAY: Duration = Duration::from_millis(50);
@@ -64,36 +62,8 @@ async fn the_first_byte_arrives_after_one_and_a_half_round_trips() {
 /// A proxy in front of `server` that drops the client's first datagram and forwards
 /// everything else both ways.
 async fn dropping_first(server: SocketAddr) -> SocketAddr {
-    let front = Arc::new(UdpSocket::bind(any()).await.unwrap());
-    let back = Arc::new(UdpSocket::bind(any()).await.unwrap());
-    back.connect(server).await.unwrap();
-    let addr = front.local_addr().unwrap();
-    let client = Arc::new(Mutex::new(None::<SocketAddr>));
-    let (f, b, c) = (front.clone(), back.clone(), client.clone());
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_536];
-        let mut first = true;
-        loop {
-            let (n, from) = f.recv_from(&mut buf).await.unwrap();
-            *c.lock().unwrap() = Some(from);
-            if !std::mem::take(&mut first) {
-                let _ = b.send(&buf[..n]).await;
-            }
-        }
-    });
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_536];
-        loop {
-            let Ok(n) = back.recv(&mut buf).await else {
-                continue;
-            };
-            let to = *client.lock().unwrap();
-            if let Some(to) = to {
-                let _ = front.send_to(&buf[..n], to).await;
-            }
-        }
-    });
-    addr
+    let mut first = true;
+    proxy(server, move |_| !std::mem::take(&mut first)).await.0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

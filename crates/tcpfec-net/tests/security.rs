@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{any, client, config, data, server};
+use common::{any, client, config, data, proxy, server};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,36 +20,12 @@ use tokio::sync::mpsc;
 async fn tapping_proxy(
     server: SocketAddr,
 ) -> (SocketAddr, Arc<UdpSocket>, mpsc::UnboundedReceiver<Vec<u8>>) {
-    let front = Arc::new(UdpSocket::bind(any()).await.unwrap());
-    let back = Arc::new(UdpSocket::bind(any()).await.unwrap());
-    back.connect(server).await.unwrap();
-    let addr = front.local_addr().unwrap();
     let (tx, rx) = mpsc::unbounded_channel();
-    let (f, b) = (front.clone(), back.clone());
-    let client = Arc::new(std::sync::Mutex::new(None::<SocketAddr>));
-    let c2 = client.clone();
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_536];
-        loop {
-            let (n, from) = f.recv_from(&mut buf).await.unwrap();
-            *c2.lock().unwrap() = Some(from);
-            let _ = tx.send(buf[..n].to_vec());
-            let _ = b.send(&buf[..n]).await;
-        }
-    });
-    let (f, b) = (front.clone(), back.clone());
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_536];
-        loop {
-            let Ok(n) = b.recv(&mut buf).await else {
-                continue;
-            };
-            let to = *client.lock().unwrap();
-            if let Some(to) = to {
-                let _ = f.send_to(&buf[..n], to).await;
-            }
-        }
-    });
+    let (addr, back) = proxy(server, move |d| {
+        let _ = tx.send(d.to_vec());
+        true
+    })
+    .await;
     (addr, back, rx)
 }
 

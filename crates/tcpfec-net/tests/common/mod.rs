@@ -2,12 +2,14 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tcpfec_channel::LossSpec;
 use tcpfec_net::relay::{LinkSpec, Relay, RelayConfig};
 pub use tcpfec_net::Endpoint;
 use tcpfec_net::{EndpointConfig, Psk};
 use tcpfec_proto::Scheme;
+use tokio::net::UdpSocket;
 
 /// Deterministic pseudo-random bytes (xorshift), cheap to make in bulk.
 pub fn data(len: usize, seed: u64) -> Vec<u8> {
@@ -76,4 +78,44 @@ pub async fn relay_on(
     })
     .await
     .unwrap()
+}
+
+/// A UDP proxy in front of `server` on loopback: each datagram from the client goes to
+/// `forward` first, which says whether to pass it on; the server's datagrams all go back
+/// to the latest client address. Returns the address clients use and the socket that
+/// talks to the server (to inject datagrams as the proxy).
+pub async fn proxy(
+    server: SocketAddr,
+    mut forward: impl FnMut(&[u8]) -> bool + Send + 'static,
+) -> (SocketAddr, Arc<UdpSocket>) {
+    let front = Arc::new(UdpSocket::bind(any()).await.unwrap());
+    let back = Arc::new(UdpSocket::bind(any()).await.unwrap());
+    back.connect(server).await.unwrap();
+    let addr = front.local_addr().unwrap();
+    let client = Arc::new(Mutex::new(None::<SocketAddr>));
+    let (f, b, c) = (front.clone(), back.clone(), client.clone());
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let (n, from) = f.recv_from(&mut buf).await.unwrap();
+            *c.lock().unwrap() = Some(from);
+            if forward(&buf[..n]) {
+                let _ = b.send(&buf[..n]).await;
+            }
+        }
+    });
+    let b = back.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let Ok(n) = b.recv(&mut buf).await else {
+                continue;
+            };
+            let to = *client.lock().unwrap();
+            if let Some(to) = to {
+                let _ = front.send_to(&buf[..n], to).await;
+            }
+        }
+    });
+    (addr, back)
 }
