@@ -46,7 +46,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
         ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe, cubic (SACK recovery, CUBIC window), bbr or bbr1 (SACK recovery, paced BBR v3 / v1)"),
     ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
     ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
-    ("auto[-base][-tT]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a block-failure target T (default 1e-3; auto-t0.01 spends less on repair and retransmits more) at the least overhead (1 % probe on a clean path), block length within a quarter of the window, half of it where that meets the target within the 1/3 repair cap, a whole one where one repair per window does; blocks close an eighth of an RTT after a flight stalls; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic (docs/auto.md)"),
+    ("auto[-base][-tT]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a block-failure target T (default 1e-3, raised to 1/BDP on paths shorter than 1000 packets, where a failed block's extra round trip costs less than the repairs that avoid it; a given T holds everywhere, and auto-t0.01 spends less on repair and retransmits more) at the least overhead (1 % probe on a clean path), block length within a quarter of the window, half of it where that meets the target within the 1/3 repair cap, a whole one where one repair per window does; blocks close an eighth of an RTT after a flight stalls; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic (docs/auto.md)"),
     ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --target-rate or --app-rate, NewReno base"),
     ("afec-raw100", "TCP-AFEC with K=100 and 100 levels (the paper's AFEC(raw100))"),
     ("tfec", "TCP-TFEC (Teshima T3): Reed-Solomon blocks of K=100, repairs from the calibrated loss-rate table (+1) at the loss measured every 5 s (gamma 0.8), window capped at target x RTT x redundancy, NewReno base"),
@@ -366,6 +366,7 @@ fn parse_auto(name: &str) -> Result<Scheme, String> {
                 ));
             }
             p.target_failure = target;
+            p.price_failures = false;
             before
         }
         _ => rest,
@@ -515,12 +516,16 @@ mod tests {
 
     #[test]
     fn auto_takes_a_base_and_a_failure_target() {
-        let target = |name: &str| match Scheme::parse(name).unwrap().fec.unwrap().adaptive {
-            Some(Adaptive::Auto(p)) => p.target_failure,
+        let params = |name: &str| match Scheme::parse(name).unwrap().fec.unwrap().adaptive {
+            Some(Adaptive::Auto(p)) => p,
             other => panic!("{name}: {other:?}"),
         };
+        let target = |name: &str| params(name).target_failure;
         assert_eq!(target("auto"), 1e-3);
         assert_eq!(target("auto-t0.01"), 0.01);
+        // The default target is priced on short paths; a given one holds everywhere.
+        assert!(params("auto").price_failures);
+        assert!(!params("auto-t0.001").price_failures);
         assert_eq!(target("auto-cubic-t1e-4"), 1e-4);
         assert_eq!(Scheme::parse("auto-cubic-t1e-4").unwrap().cc, CcKind::Cubic);
         assert_eq!(Scheme::parse("auto-bbr1").unwrap().cc, CcKind::Bbr1);
