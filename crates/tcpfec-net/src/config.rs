@@ -7,13 +7,22 @@ use crate::key::Psk;
 use std::time::Duration;
 use tcpfec_proto::{Config, Scheme};
 
-/// Largest engine payload per datagram. With the 40-byte engine header, up to 4 SACK
-/// blocks (66; the engine sends 3 by default, which leaves room for the 4 more bytes of a
-/// retransmission group's FEC option), the FEC group (15) and repair (6) options, the
-/// 13-byte envelope and the
-/// 16-byte tag, a datagram is at most 1316 + 156 = 1472 bytes: one IPv4 packet on a
-/// 1500-byte MTU path.
-pub const DEFAULT_MSS: u16 = 1316;
+/// Largest UDP payload: a 1472-byte datagram is one 1500-byte IPv4 packet (8 bytes of UDP
+/// and 20 of IP on top).
+pub const MAX_DATAGRAM: usize = 1472;
+
+/// Longest engine packet: a datagram less the 13-byte envelope and the 16-byte tag.
+pub const MAX_ENGINE_PACKET: usize =
+    MAX_DATAGRAM - crate::envelope::DATA_HEADER - crate::crypto::TAG_LEN;
+
+/// Largest engine payload per datagram. The largest packet that carries it: the 40-byte
+/// engine header, a retransmission group's FEC group option (19 bytes), and the repair
+/// option (6) or the transmission number (6) on a repair packet both (12): 1372 + 71 =
+/// 1443 = [`MAX_ENGINE_PACKET`]. The SACK blocks and FEC feedback a data packet may
+/// piggyback get no room of their own: the engine leaves out what does not fit and sends
+/// it on a pure ACK (`Config::max_packet_len`). With room reserved for four SACK blocks,
+/// as before, the MSS was 1316 and a one-way transfer's packets carried 4 % less.
+pub const DEFAULT_MSS: u16 = 1372;
 
 /// Longest retransmission timeout over real networks (see `EndpointConfig::new`).
 pub const MAX_RTO: Duration = Duration::from_secs(3);
@@ -67,6 +76,7 @@ impl EndpointConfig {
                 // within 3 s of the path's return instead of up to a minute later. Liveness
                 // is the idle timeout's job, not the RTO's.
                 max_rto: MAX_RTO,
+                max_packet_len: Some(MAX_ENGINE_PACKET),
                 ..Config::default()
             },
         }

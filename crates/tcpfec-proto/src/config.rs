@@ -192,6 +192,11 @@ pub struct Config {
     /// Seeds the controller's randomness (BBR's probe timing); the simulator derives it
     /// from the run's seed and the flow, so runs repeat bit for bit.
     pub cc_seed: u64,
+    /// Longest encoded packet, bytes, if the path has a limit. A data packet leaves out
+    /// the piggybacked SACK blocks and FEC feedback that would take it past the limit, and
+    /// a pure ACK carries them right after; so the MSS need not leave room for them, and a
+    /// one-way transfer's packets carry more data. `None`: no limit (the simulator).
+    pub max_packet_len: Option<usize>,
 }
 
 impl Default for Config {
@@ -213,6 +218,7 @@ impl Default for Config {
             scheme: Scheme::parse("sack").expect("built-in scheme"),
             cc_seed: 0,
             target_rate_bps: None,
+            max_packet_len: None,
         }
     }
 }

@@ -387,6 +387,7 @@ impl Connection {
                         let mut p = self.packet(now, flags, s.seg, s.payload);
                         p.fec = s.fec;
                         p.number = self.sender.take_number();
+                        self.fit(&mut p);
                         return Some(p);
                     }
                     Some(Outgoing::Repair(r)) => {
@@ -465,6 +466,28 @@ impl Connection {
             transfer: None,
             number: None,
             payload,
+        }
+    }
+
+    /// Keeps a data packet within [`Config::max_packet_len`]: the piggybacked SACK blocks
+    /// (oldest first) and then the FEC feedback that do not fit are left out, and a pure
+    /// ACK is asked for to carry them. Both are rebuilt from the receiver's state for every
+    /// packet, so leaving them out of one loses nothing.
+    fn fit(&mut self, p: &mut Packet) {
+        let Some(max) = self.cfg.max_packet_len else {
+            return;
+        };
+        let mut trimmed = false;
+        while p.encoded_len() > max && !p.sack.is_empty() {
+            p.sack.truncate(p.sack.len() - 1);
+            trimmed = true;
+        }
+        if p.encoded_len() > max && p.fec_feedback.is_some() {
+            p.fec_feedback = None;
+            trimmed = true;
+        }
+        if trimmed {
+            self.receiver.request_ack();
         }
     }
 

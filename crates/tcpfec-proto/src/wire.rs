@@ -211,6 +211,10 @@ impl SackBlocks {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// Keeps the first `n` blocks (the most recent), drops the rest.
+    pub fn truncate(&mut self, n: usize) {
+        self.len = self.len.min(n as u8);
+    }
 }
 
 /// The FEC group a source segment or repair packet belongs to: segments

@@ -71,3 +71,80 @@ fn data_flows_without_a_syn_exchange() {
         assert!(p.client.peer_finished(), "{scheme}");
     }
 }
+
+/// Both ends send 400 KB at once with `scheme` over a wire that loses every 15th packet
+/// each way; returns the longest data packet the client sent. Panics unless both streams
+/// arrive intact.
+fn both_ways_with_loss(scheme: &str, mss: u16, max_packet_len: Option<usize>) -> usize {
+    let cfg = Config {
+        scheme: Scheme::parse(scheme).unwrap(),
+        initial_window: 10,
+        mss,
+        max_packet_len,
+        ..Config::default()
+    };
+    let opening = PeerOpening {
+        mss: Some(cfg.mss),
+        window: cfg.recv_window,
+        sack: cfg.scheme.uses_sack(),
+        rtt: Some(Duration::from_millis(20)),
+    };
+    let mut p = Pair::new(cfg.clone());
+    p.client = Connection::established(cfg.clone(), &cfg.scheme, &opening);
+    p.server = Connection::established(cfg.clone(), &cfg.scheme, &opening);
+    let up: Vec<u8> = (0..400_000u32).map(|i| (i * 7) as u8).collect();
+    let down: Vec<u8> = (0..400_000u32).map(|i| (i * 11) as u8).collect();
+    p.client.write(Bytes::from(up.clone()));
+    p.client.finish();
+    p.server.write(Bytes::from(down.clone()));
+    p.server.finish();
+    let (mut got_up, mut got_down) = (Vec::new(), Vec::new());
+    let mut longest = 0;
+    let (mut n_up, mut n_down) = (0u64, 0u64);
+    for _ in 0..200_000 {
+        p.send_routed(
+            |now, pk| {
+                if !pk.payload.is_empty() && !pk.is_repair() {
+                    longest = longest.max(pk.encoded_len());
+                }
+                n_up += 1;
+                (!n_up.is_multiple_of(15)).then_some(now + 10_000_000)
+            },
+            |now, _| {
+                n_down += 1;
+                (!n_down.is_multiple_of(15)).then_some(now + 10_000_000)
+            },
+        );
+        while let Some(b) = p.server.read_chunk() {
+            got_up.extend_from_slice(&b);
+        }
+        while let Some(b) = p.client.read_chunk() {
+            got_down.extend_from_slice(&b);
+        }
+        if !p.step() {
+            break;
+        }
+    }
+    assert_eq!(got_up, up, "{scheme}, limit {max_packet_len:?}");
+    assert_eq!(got_down, down, "{scheme}, limit {max_packet_len:?}");
+    longest
+}
+
+#[test]
+fn piggybacked_acknowledgements_never_take_a_data_packet_past_the_limit() {
+    // Data packets both ways over a lossy wire would carry SACK blocks (and, under
+    // `auto`, FEC feedback) for the other direction. The MSS fills the limit but for the
+    // largest data header (40 bytes under `sack`; 40 + 19 + 6 under `auto`, its FEC group
+    // option and transmission number), so with the limit they leave those out and pure
+    // ACKs carry them; the streams still arrive.
+    const LIMIT: usize = 1443;
+    for (scheme, mss) in [("sack", 1400), ("auto", 1372)] {
+        let unlimited = both_ways_with_loss(scheme, mss, None);
+        assert!(
+            unlimited > LIMIT,
+            "{scheme}: the test never filled a packet ({unlimited})"
+        );
+        let limited = both_ways_with_loss(scheme, mss, Some(LIMIT));
+        assert!(limited <= LIMIT, "{scheme}: a {limited}-byte data packet");
+    }
+}

@@ -86,7 +86,16 @@ pub async fn relay_on(
 /// talks to the server (to inject datagrams as the proxy).
 pub async fn proxy(
     server: SocketAddr,
+    forward: impl FnMut(&[u8]) -> bool + Send + 'static,
+) -> (SocketAddr, Arc<UdpSocket>) {
+    proxy_both(server, forward, |_| true).await
+}
+
+/// [`proxy`] that also asks `backward` whether to pass on each of the server's datagrams.
+pub async fn proxy_both(
+    server: SocketAddr,
     mut forward: impl FnMut(&[u8]) -> bool + Send + 'static,
+    mut backward: impl FnMut(&[u8]) -> bool + Send + 'static,
 ) -> (SocketAddr, Arc<UdpSocket>) {
     let front = Arc::new(UdpSocket::bind(any()).await.unwrap());
     let back = Arc::new(UdpSocket::bind(any()).await.unwrap());
@@ -112,7 +121,7 @@ pub async fn proxy(
                 continue;
             };
             let to = *client.lock().unwrap();
-            if let Some(to) = to {
+            if let (Some(to), true) = (to, backward(&buf[..n])) {
                 let _ = front.send_to(&buf[..n], to).await;
             }
         }

@@ -26,13 +26,26 @@ impl Pair {
 
     /// Puts on the wire everything both ends send now: the client's packets arrive after
     /// `client_delay` ns; `route` gives each server packet's arrival time (`None` drops it).
-    pub fn send(&mut self, client_delay: u64, mut route: impl FnMut(u64, &Packet) -> Option<u64>) {
+    pub fn send(&mut self, client_delay: u64, route: impl FnMut(u64, &Packet) -> Option<u64>) {
+        self.send_routed(|now, _| Some(now + client_delay), route);
+    }
+
+    /// [`Pair::send`] with a route for each direction: `to_server` for the client's
+    /// packets, `to_client` for the server's.
+    #[allow(dead_code)] // not every test binary that includes this module routes both ways
+    pub fn send_routed(
+        &mut self,
+        mut to_server: impl FnMut(u64, &Packet) -> Option<u64>,
+        mut to_client: impl FnMut(u64, &Packet) -> Option<u64>,
+    ) {
         let t = Instant(self.now);
         while let Some(p) = self.client.poll_packet(t) {
-            self.wire.push((self.now + client_delay, true, p));
+            if let Some(at) = to_server(self.now, &p) {
+                self.wire.push((at, true, p));
+            }
         }
         while let Some(p) = self.server.poll_packet(t) {
-            if let Some(at) = route(self.now, &p) {
+            if let Some(at) = to_client(self.now, &p) {
                 self.wire.push((at, false, p));
             }
         }
