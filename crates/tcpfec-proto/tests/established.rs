@@ -73,9 +73,9 @@ fn data_flows_without_a_syn_exchange() {
 }
 
 /// Both ends send 400 KB at once with `scheme` over a wire that loses every 15th packet
-/// each way; returns the longest data packet the client sent. Panics unless both streams
-/// arrive intact.
-fn both_ways_with_loss(scheme: &str, mss: u16, max_packet_len: Option<usize>) -> usize {
+/// each way; returns the longest data packet the client sent and the pure ACKs it sent.
+/// Panics unless both streams arrive intact.
+fn both_ways_with_loss(scheme: &str, mss: u16, max_packet_len: Option<usize>) -> (usize, u32) {
     let cfg = Config {
         scheme: Scheme::parse(scheme).unwrap(),
         initial_window: 10,
@@ -99,12 +99,15 @@ fn both_ways_with_loss(scheme: &str, mss: u16, max_packet_len: Option<usize>) ->
     p.server.write(Bytes::from(down.clone()));
     p.server.finish();
     let (mut got_up, mut got_down) = (Vec::new(), Vec::new());
-    let mut longest = 0;
+    let (mut longest, mut pure_acks) = (0, 0);
     let (mut n_up, mut n_down) = (0u64, 0u64);
     for _ in 0..200_000 {
         p.send_routed(
             |now, pk| {
-                if !pk.payload.is_empty() && !pk.is_repair() {
+                if pk.is_repair() {
+                } else if pk.payload.is_empty() {
+                    pure_acks += 1;
+                } else {
                     longest = longest.max(pk.encoded_len());
                 }
                 n_up += 1;
@@ -127,7 +130,7 @@ fn both_ways_with_loss(scheme: &str, mss: u16, max_packet_len: Option<usize>) ->
     }
     assert_eq!(got_up, up, "{scheme}, limit {max_packet_len:?}");
     assert_eq!(got_down, down, "{scheme}, limit {max_packet_len:?}");
-    longest
+    (longest, pure_acks)
 }
 
 #[test]
@@ -139,12 +142,18 @@ fn piggybacked_acknowledgements_never_take_a_data_packet_past_the_limit() {
     // ACKs carry them; the streams still arrive.
     const LIMIT: usize = 1443;
     for (scheme, mss) in [("sack", 1400), ("auto", 1372)] {
-        let unlimited = both_ways_with_loss(scheme, mss, None);
+        let (unlimited, acks_before) = both_ways_with_loss(scheme, mss, None);
         assert!(
             unlimited > LIMIT,
             "{scheme}: the test never filled a packet ({unlimited})"
         );
-        let limited = both_ways_with_loss(scheme, mss, Some(LIMIT));
+        let (limited, acks) = both_ways_with_loss(scheme, mss, Some(LIMIT));
         assert!(limited <= LIMIT, "{scheme}: a {limited}-byte data packet");
+        // What was left out goes on pure ACKs, but not one per data packet: `auto`'s
+        // feedback waits for a change in its failure counters or 16 packets.
+        assert!(
+            acks * 2 <= acks_before * 3,
+            "{scheme}: {acks} pure ACKs where piggybacking needed {acks_before}"
+        );
     }
 }
