@@ -7,22 +7,25 @@ use crate::key::Psk;
 use std::time::Duration;
 use tcpfec_proto::{Config, Scheme};
 
-/// Largest UDP payload: a 1472-byte datagram is one 1500-byte IPv4 packet (8 bytes of UDP
-/// and 20 of IP on top).
-pub const MAX_DATAGRAM: usize = 1472;
+/// Largest UDP payload: a 1452-byte datagram is one 1500-byte packet over IPv6 (8 bytes
+/// of UDP and 40 of IP on top), and leaves 20 bytes to spare over IPv4.
+pub const MAX_DATAGRAM: usize = 1452;
 
 /// Longest engine packet: a datagram less the 13-byte envelope and the 16-byte tag.
 pub const MAX_ENGINE_PACKET: usize =
     MAX_DATAGRAM - crate::envelope::DATA_HEADER - crate::crypto::TAG_LEN;
 
-/// Largest engine payload per datagram. The largest packet that carries it: the 40-byte
-/// engine header, a retransmission group's FEC group option (19 bytes), and the repair
-/// option (6) or the transmission number (6) on a repair packet both (12): 1372 + 71 =
-/// 1443 = [`MAX_ENGINE_PACKET`]. The SACK blocks and FEC feedback a data packet may
-/// piggyback get no room of their own: the engine leaves out what does not fit and sends
-/// it on a pure ACK (`Config::max_packet_len`). With room reserved for four SACK blocks,
-/// as before, the MSS was 1316 and a one-way transfer's packets carried 4 % less.
-pub const DEFAULT_MSS: u16 = 1372;
+/// Largest engine payload per datagram. What a packet carrying a full segment adds to it
+/// is bounded by a repair packet: the 40-byte engine header, the FEC group option (19 for
+/// a group of retransmissions), the repair option (6), the transmission number (6), and
+/// the 2 bytes of length parity a Reed-Solomon repair's payload carries beyond the
+/// longest member, 73 bytes (no scheme today combines all of them: Sato's retransmission
+/// groups take 65, `auto`'s repairs 59); 1350 + 73 = 1423 = [`MAX_ENGINE_PACKET`]. The
+/// SACK blocks and FEC feedback a data packet may piggyback get no room of their own:
+/// the engine leaves out what does not fit and a pure ACK carries it
+/// (`Config::max_packet_len`). With room reserved for four SACK blocks and IPv4 only, as
+/// before, the MSS was 1316.
+pub const DEFAULT_MSS: u16 = 1350;
 
 /// Longest retransmission timeout over real networks (see `EndpointConfig::new`).
 pub const MAX_RTO: Duration = Duration::from_secs(3);

@@ -1,4 +1,4 @@
-//! Every datagram fits one 1500-byte IPv4 packet (a UDP payload of at most 1472 bytes),
+//! Every datagram fits one 1500-byte packet over IPv6 (a UDP payload of at most 1452 bytes),
 //! and data datagrams use that room: the MSS leaves no space for piggybacked SACK blocks
 //! or FEC feedback, which the engine leaves out of a full data packet and sends on a pure
 //! ACK instead. Checked where piggybacking is heaviest: data both ways under `auto`, with

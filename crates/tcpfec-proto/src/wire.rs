@@ -213,7 +213,7 @@ impl SackBlocks {
     }
     /// Keeps the first `n` blocks (the most recent), drops the rest.
     pub fn truncate(&mut self, n: usize) {
-        self.len = self.len.min(n as u8);
+        self.len = self.len.min(n.min(MAX_SACK_BLOCKS) as u8);
     }
 }
 
