@@ -194,8 +194,8 @@ pub struct Config {
     pub cc_seed: u64,
     /// Longest encoded packet, bytes, if the path has a limit. A data packet leaves out
     /// the piggybacked SACK blocks and FEC feedback that would take it past the limit, and
-    /// a pure ACK carries them right after; so the MSS need not leave room for them, and a
-    /// one-way transfer's packets carry more data. `None`: no limit (the simulator).
+    /// a pure ACK carries them where the receiver owed one (`Connection::fit`); so the MSS
+    /// need not leave room for them. `None`: no limit (the simulator).
     pub max_packet_len: Option<usize>,
 }
 

@@ -400,8 +400,10 @@ impl Connection {
                         if s.cwr {
                             flags.insert(Flags::CWR);
                         }
-                        // Whether the receiver owed an ACK that this packet now carries.
-                        let owed = self.receiver.wants_ack(now);
+                        // Whether the receiver owed an ACK that this packet now carries
+                        // (asked only where `fit` may need it).
+                        let owed =
+                            self.cfg.max_packet_len.is_some() && self.receiver.wants_ack(now);
                         let mut p = self.packet(now, flags, s.seg, s.payload);
                         p.fec = s.fec;
                         p.number = self.sender.take_number();

@@ -402,21 +402,19 @@ mod tests {
     }
 
     /// [`fed`] with settings `p`.
-    fn fed_with(
-        p: AutoParams,
-        window: f64,
-        (received, lost, runs): (u32, u32, u32),
-    ) -> AutoControl {
+    fn fed_with(p: AutoParams, window: f64, counts: (u32, u32, u32)) -> AutoControl {
         let (_, mut fb) = start();
         let mut c = AutoControl::new(p);
-        for _ in 0..400 {
-            let l = fb.loss.as_mut().unwrap();
-            l.lost += lost;
-            l.runs += runs;
-            fb.received = fb.received.wrapping_add(received);
-            c.on_feedback(fb, window);
-        }
+        report_in_window(&mut c, &mut fb, 400, counts, window);
         c
+    }
+
+    /// The default settings with the target held at 10⁻³, as `auto-t0.001` holds it.
+    fn fixed_target() -> AutoParams {
+        AutoParams {
+            price_failures: false,
+            ..AutoParams::default()
+        }
     }
 
     #[test]
@@ -424,10 +422,7 @@ mod tests {
         // 1 % isolated loss, a window of 40: within a quarter window it would take 8 + 2
         // (20 % repair); half a window meets the target for less. The target held at
         // 10⁻³ (as `auto-t0.001` does), since a window of 40 would otherwise price it.
-        let fixed = AutoParams {
-            price_failures: false,
-            ..AutoParams::default()
-        };
+        let fixed = fixed_target();
         let c = fed_with(fixed, 40.0, (99, 1, 1));
         let code = c.code();
         assert!((11..=20).contains(&code.k), "{code:?}");
@@ -450,10 +445,7 @@ mod tests {
         // trip, 17 packet times, so the target is 1/17.
         let bursts = (495, 5, 1);
         let short = fed(34.0, bursts);
-        let fixed = AutoParams {
-            price_failures: false,
-            ..AutoParams::default()
-        };
+        let fixed = fixed_target();
         let dear = fed_with(fixed, 34.0, bursts).code();
         assert!(dear.overhead() > 0.25, "{dear:?}");
         let priced = short.code();
