@@ -509,7 +509,9 @@ impl Connection {
         let holes = !p.sack.is_empty();
         let mut left_out = false;
         while p.encoded_len() > max && !p.sack.is_empty() {
-            p.sack.truncate(p.sack.len() - 1);
+            let n = p.sack.len() - 1;
+            self.receiver.unreport(p.sack.as_slice()[n]);
+            p.sack.truncate(n);
             left_out = true;
         }
         if p.encoded_len() > max && p.fec_feedback.take().is_some() {

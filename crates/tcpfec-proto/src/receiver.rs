@@ -8,6 +8,10 @@ use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
 
+/// At most this many extra ACKs report the runs withheld duplicate ACKs never reported
+/// (`Receiver::release_suppression`); the rest are found by the usual loss recovery.
+const MAX_REPLAY_ACKS: u32 = 32;
+
 /// Out-of-order segments further ahead than this are dropped (bounds memory).
 const MAX_REORDER_SEGMENTS: u64 = 1 << 20;
 /// A run of more missing segments than this is judged unrepairable without looking.
@@ -52,6 +56,8 @@ struct Run {
     start: u64,
     end: u64,
     touched: u64,
+    /// Reported in a SACK block since it last grew.
+    reported: bool,
 }
 
 /// What the receiver reports in the next acknowledgement.
@@ -90,6 +96,8 @@ pub(crate) struct Receiver {
     ece_latched: bool,
     sack_enabled: bool,
     max_sack_blocks: usize,
+    /// The next ACKs report the runs never reported, lowest first (`release_suppression`).
+    replaying: bool,
     fec: Option<FecRx>,
     pub segments_received: u64,
     pub duplicate_segments: u64,
@@ -118,6 +126,7 @@ impl Receiver {
             ece_latched: false,
             sack_enabled: false,
             max_sack_blocks: 3,
+            replaying: false,
             fec: None,
             segments_received: 0,
             duplicate_segments: 0,
@@ -332,11 +341,28 @@ impl Receiver {
     fn release_suppression(&mut self) {
         let Some(f) = self.fec.as_mut() else { return };
         let withheld = std::mem::take(&mut f.withheld);
-        if !f.cfg.replay_withheld_dupacks {
-            return;
-        }
-        let replay = withheld.min(DUP_THRESH - 1);
-        self.extra_acks = self.extra_acks.max(replay);
+        let replay = if f.cfg.replay_withheld_dupacks {
+            withheld.min(DUP_THRESH - 1)
+        } else {
+            0
+        };
+        let report_runs = f.cfg.replay_withheld_runs;
+        // The withheld ACKs would have reported the runs that arrived meanwhile; without
+        // them the sender takes every run it never heard of for lost once the failed
+        // group's holes are (under `auto` at 5 % loss, 101 segments that had arrived were
+        // sent again after one failed block, and BBR read them as a loss). So the ACKs
+        // that go out now report every such run, lowest first.
+        let unreported = if report_runs {
+            self.runs.iter().filter(|r| !r.reported).count()
+        } else {
+            0
+        };
+        self.replaying = unreported > 0;
+        let needed = unreported.div_ceil(self.max_sack_blocks.max(1)) as u32;
+        self.extra_acks = self
+            .extra_acks
+            .max(replay)
+            .max(needed.saturating_sub(1).min(MAX_REPLAY_ACKS));
     }
 
     /// Stores or delivers a segment.
@@ -407,20 +433,24 @@ impl Receiver {
             (Some(b), Some(a)) => {
                 self.runs[b].end = self.runs[a].end;
                 self.runs[b].touched = t;
+                self.runs[b].reported = false;
                 self.runs.swap_remove(a);
             }
             (Some(b), None) => {
                 self.runs[b].end = seg + 1;
                 self.runs[b].touched = t;
+                self.runs[b].reported = false;
             }
             (None, Some(a)) => {
                 self.runs[a].start = seg;
                 self.runs[a].touched = t;
+                self.runs[a].reported = false;
             }
             (None, None) => self.runs.push(Run {
                 start: seg,
                 end: seg + 1,
                 touched: t,
+                reported: false,
             }),
         }
     }
@@ -464,7 +494,47 @@ impl Receiver {
         self.extra_acks = self.extra_acks.saturating_sub(1);
         self.delack_deadline = None;
         self.unacked_in_order = 0;
-        self.peek_ack()
+        let mut a = self.peek_ack();
+        if self.replaying {
+            a.sack = self.lowest_unreported();
+            self.replaying = a.sack.len() == self.max_sack_blocks;
+        }
+        for b in a.sack.as_slice() {
+            if let Some(r) = self.runs.iter_mut().find(|r| r.start == b.start) {
+                r.reported = true;
+            }
+        }
+        a
+    }
+
+    /// A SACK block taken from the ACK just sent was left out of its packet (the packet
+    /// limit, `Connection::fit`): its run counts as unreported again.
+    pub fn unreport(&mut self, b: SackBlock) {
+        if let Some(r) = self.runs.iter_mut().find(|r| r.start == b.start) {
+            r.reported = false;
+        }
+    }
+
+    /// Up to `max_sack_blocks` runs not yet reported, lowest first.
+    fn lowest_unreported(&self) -> SackBlocks {
+        let mut sack = SackBlocks::default();
+        let mut above = 0;
+        for _ in 0..self.max_sack_blocks {
+            let Some(r) = self
+                .runs
+                .iter()
+                .filter(|r| !r.reported && r.start >= above)
+                .min_by_key(|r| r.start)
+            else {
+                break;
+            };
+            above = r.end;
+            sack.push(SackBlock {
+                start: r.start,
+                end: r.end,
+            });
+        }
+        sack
     }
 
     /// Fields for an outgoing packet without changing the ACK state.
@@ -598,6 +668,7 @@ mod tests {
             repeat_recovery_ack: false,
             protect_retransmissions: false,
             replay_withheld_dupacks: true,
+            replay_withheld_runs: true,
             adaptive: None,
         });
         r
@@ -727,6 +798,40 @@ mod tests {
         // Later duplicates go out one per arrival, as without suppression.
         member(&mut r, 6, 4);
         assert_eq!(drain_acks(&mut r), vec![1]);
+    }
+
+    #[test]
+    fn a_release_reports_every_run_the_withheld_acks_would_have() {
+        // One Reed-Solomon group of 20 with 6 repairs loses every odd member. The arrivals
+        // of 2, 4, …, 12 are withheld (at most 6 holes: repairable); 14 shows a seventh.
+        let g = FecGroup {
+            first: 0,
+            count: 20,
+            stride: 1,
+            repairs: 6,
+            retransmission_group: 0,
+        };
+        let mut r = fec_rx(true);
+        member_of(&mut r, 0, g);
+        r.take_ack();
+        for seg in (2..=12).step_by(2) {
+            member_of(&mut r, seg, g);
+        }
+        assert!(drain_acks(&mut r).is_empty());
+        member_of(&mut r, 14, g);
+        let mut reported = std::collections::BTreeSet::new();
+        let mut acks = 0;
+        while r.wants_ack(Instant::ZERO) {
+            acks += 1;
+            for b in r.take_ack().sack.as_slice() {
+                reported.extend(b.start..b.end);
+            }
+        }
+        // Without the replay of the runs, three ACKs each carried the three most recent
+        // (10, 12, 14): the sender never heard of 2 to 8 and retransmitted them.
+        let arrived: std::collections::BTreeSet<u64> = (2..=14).step_by(2).collect();
+        assert_eq!(reported, arrived);
+        assert_eq!(acks, 3, "the duplicates the sender needs, no more");
     }
 
     #[test]

@@ -122,6 +122,10 @@ pub struct DecoderStats {
 /// Groups delivered in order whose repair has not arrived yet, kept this long at most.
 const AWAITING_REPAIRS: usize = 256;
 
+/// Groups rebuilt ahead of the in-order point remembered at most (`Decoder::rebuilt`):
+/// more than a receive window of the largest groups.
+const REBUILT_REMEMBERED: usize = 4096;
+
 /// A group's key: its first member and its retransmission group number (0 for a group
 /// of first transmissions), see `FecGroup::key`.
 type GroupKey = (u64, u32);
@@ -140,6 +144,11 @@ pub struct Decoder {
     /// arrived the repair is counted lost.
     awaiting_repair: std::collections::VecDeque<(GroupKey, u64)>,
     highest_source: u64,
+    /// (key, last member) of groups rebuilt and forgotten while an earlier hole keeps the
+    /// in-order point below them. Their remaining repairs are surplus; without this record
+    /// each one opened an empty group that counted as unrecoverable, so one failed group
+    /// made every group rebuilt behind it (a round trip of them) report failure too.
+    rebuilt: BTreeMap<GroupKey, u64>,
     /// Groups may overlap (protected retransmissions form groups of their own): a segment
     /// counts in every group that holds it, and a rebuilt one in the others too.
     overlapping: bool,
@@ -263,8 +272,9 @@ impl Decoder {
         {
             self.awaiting_repair.remove(i);
         }
-        if group.last() < rcv_nxt && !self.groups.contains_key(&group.key()) {
-            self.stats.repairs_unneeded += 1; // everything it protects has arrived already
+        let known = self.groups.contains_key(&group.key());
+        if !known && (group.last() < rcv_nxt || self.rebuilt.contains_key(&group.key())) {
+            self.stats.repairs_unneeded += 1; // everything it protects is here already
             return Vec::new();
         }
         let g = self
@@ -330,7 +340,14 @@ impl Decoder {
             }
         };
         self.stats.recovered += rebuilt.len() as u64;
-        self.groups.remove(&key);
+        if let Some(g) = self.groups.remove(&key) {
+            if g.n_repairs < g.group.repairs as u32 {
+                if self.rebuilt.len() == REBUILT_REMEMBERED {
+                    self.rebuilt.pop_first();
+                }
+                self.rebuilt.insert(key, g.group.last());
+            }
+        }
         rebuilt
     }
 
@@ -394,6 +411,14 @@ impl Decoder {
 
     /// Forgets groups all of whose members lie below `rcv_nxt` (delivered in order).
     pub fn forget_below(&mut self, rcv_nxt: u64) {
+        // In key order the last members grow too (a retransmission group that does not
+        // fit waits for the next call, or for the cap).
+        while let Some((_, &last)) = self.rebuilt.first_key_value() {
+            if last >= rcv_nxt {
+                break;
+            }
+            self.rebuilt.pop_first();
+        }
         while let Some((&k, g)) = self.groups.first_key_value() {
             if g.group.last() >= rcv_nxt {
                 break;
@@ -585,6 +610,41 @@ mod tests {
         };
         let got = d.on_repair(rs(3), info, Bytes::from(parity[0].clone()), 0);
         assert_eq!(got, vec![(1, payload(1))]);
+    }
+
+    #[test]
+    fn the_surplus_repairs_of_a_rebuilt_group_behind_a_hole_are_unneeded() {
+        // Group 10..13 (Reed-Solomon, 2 repairs) loses 11 and is rebuilt from its first
+        // repair while an earlier hole keeps the in-order point at 5. Its second repair
+        // then finds the group forgotten: it protects nothing. Taken for a new group
+        // none of whose members arrived, it counted as unrecoverable, and every group
+        // rebuilt behind one that failed reported a failure of its own.
+        let g = FecGroup {
+            repairs: 2,
+            ..group(10, 3)
+        };
+        let mut d = Decoder::default();
+        d.on_source(10, Some(g), &payload(10));
+        d.on_source(12, Some(g), &payload(12));
+        let mut enc = crate::fec::rs::RsCache::default();
+        let parity = enc
+            .encode(&[payload(10), payload(11), payload(12)], 2)
+            .expect("encodes");
+        let info = |index| RepairInfo {
+            len_xor: 0,
+            index,
+            total: 2,
+        };
+        let got = d.on_repair(g, info(0), Bytes::from(parity[0].clone()), 5);
+        assert_eq!(got, vec![(11, payload(11))]);
+        assert!(d
+            .on_repair(g, info(1), Bytes::from(parity[1].clone()), 5)
+            .is_empty());
+        assert_eq!(d.stats.unrecoverable_groups, 0);
+        assert_eq!(d.stats.repairs_unneeded, 1);
+        // Once the in-order point passes the group, it is forgotten for good.
+        d.forget_below(13);
+        assert!(d.rebuilt.is_empty());
     }
 
     #[test]

@@ -87,6 +87,11 @@ pub struct FecConfig {
     /// other schemes detect loss from SACK blocks, where a replay adds no information, and
     /// with `anker-16-3-bbr1` at 5 % loss it cut one 30 s run from 37.7 to 4.9 Mb/s.
     pub replay_withheld_dupacks: bool,
+    /// When suppression is released, the ACKs that go out report every run of arrivals
+    /// the withheld duplicate ACKs would have, lowest first (`Receiver`). Without them a
+    /// SACK sender takes every run it never heard of for lost once the failed group's
+    /// holes are. `auto` only: the seed schemes keep what their papers describe.
+    pub replay_withheld_runs: bool,
     /// A redundancy controller that changes the groups during the connection.
     pub adaptive: Option<Adaptive>,
 }
