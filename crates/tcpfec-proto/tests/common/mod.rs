@@ -26,6 +26,7 @@ impl Pair {
 
     /// Puts on the wire everything both ends send now: the client's packets arrive after
     /// `client_delay` ns; `route` gives each server packet's arrival time (`None` drops it).
+    #[allow(dead_code)] // not every test binary that includes this module uses it
     pub fn send(&mut self, client_delay: u64, route: impl FnMut(u64, &Packet) -> Option<u64>) {
         self.send_routed(|now, _| Some(now + client_delay), route);
     }
