@@ -496,8 +496,13 @@ impl Receiver {
         self.unacked_in_order = 0;
         let mut a = self.peek_ack();
         if self.replaying {
-            a.sack = self.lowest_unreported();
-            self.replaying = a.sack.len() == self.max_sack_blocks;
+            let unreported = self.lowest_unreported();
+            self.replaying = unreported.len() == self.max_sack_blocks;
+            // With nothing left to report, the usual blocks: an ACK without any would
+            // tell the sender nothing about the data above its hole.
+            if !unreported.is_empty() {
+                a.sack = unreported;
+            }
         }
         for b in a.sack.as_slice() {
             if let Some(r) = self.runs.iter_mut().find(|r| r.start == b.start) {
@@ -800,38 +805,53 @@ mod tests {
         assert_eq!(drain_acks(&mut r), vec![1]);
     }
 
-    #[test]
-    fn a_release_reports_every_run_the_withheld_acks_would_have() {
-        // One Reed-Solomon group of 20 with 6 repairs loses every odd member. The arrivals
-        // of 2, 4, …, 12 are withheld (at most 6 holes: repairable); 14 shows a seventh.
+    /// One Reed-Solomon group of 20 with `repairs` repairs loses every odd member. The
+    /// arrivals of 2, 4, … are withheld while at most `repairs` holes show; the next even
+    /// one shows one more. Returns the segments the ACKs that go out then report and how
+    /// many ACKs there are; every one of them carries SACK blocks.
+    fn release_after_withheld_runs(repairs: u8) -> (std::collections::BTreeSet<u64>, usize) {
         let g = FecGroup {
             first: 0,
             count: 20,
             stride: 1,
-            repairs: 6,
+            repairs,
             retransmission_group: 0,
         };
         let mut r = fec_rx(true);
         member_of(&mut r, 0, g);
         r.take_ack();
-        for seg in (2..=12).step_by(2) {
+        let last_withheld = 2 * repairs as u64;
+        for seg in (2..=last_withheld).step_by(2) {
             member_of(&mut r, seg, g);
         }
         assert!(drain_acks(&mut r).is_empty());
-        member_of(&mut r, 14, g);
+        member_of(&mut r, last_withheld + 2, g);
         let mut reported = std::collections::BTreeSet::new();
         let mut acks = 0;
         while r.wants_ack(Instant::ZERO) {
             acks += 1;
-            for b in r.take_ack().sack.as_slice() {
+            let sack = r.take_ack().sack;
+            assert!(!sack.is_empty(), "ACK {acks} reports no run");
+            for b in sack.as_slice() {
                 reported.extend(b.start..b.end);
             }
         }
+        (reported, acks)
+    }
+
+    #[test]
+    fn a_release_reports_every_run_the_withheld_acks_would_have() {
+        // Six repairs: the arrivals of 2 to 12 are withheld, 14 shows a seventh hole.
         // Without the replay of the runs, three ACKs each carried the three most recent
         // (10, 12, 14): the sender never heard of 2 to 8 and retransmitted them.
-        let arrived: std::collections::BTreeSet<u64> = (2..=14).step_by(2).collect();
-        assert_eq!(reported, arrived);
+        let (reported, acks) = release_after_withheld_runs(6);
+        assert_eq!(reported, (2..=14).step_by(2).collect());
         assert_eq!(acks, 3, "the duplicates the sender needs, no more");
+        // Five: six runs fill the first two ACKs exactly, and the third, a replayed
+        // duplicate with nothing new to report, still carries the most recent runs.
+        let (reported, acks) = release_after_withheld_runs(5);
+        assert_eq!(reported, (2..=12).step_by(2).collect());
+        assert_eq!(acks, 3);
     }
 
     #[test]
