@@ -505,7 +505,11 @@ impl Receiver {
             }
         }
         // Only a receiver that replays withheld runs needs to know which were reported.
-        if self.fec.as_ref().is_some_and(|f| f.cfg.replay_withheld_runs) {
+        if self
+            .fec
+            .as_ref()
+            .is_some_and(|f| f.cfg.replay_withheld_runs)
+        {
             for b in a.sack.as_slice() {
                 if let Some(r) = self.runs.iter_mut().find(|r| r.start == b.start) {
                     r.reported = true;
