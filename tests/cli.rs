@@ -468,6 +468,17 @@ metric = "goodput_mbps"
 y_label = "Goodput"
 [figure.set]
 max-window = "4"
+[[figure]]
+id = "transfer"
+title = "transfer"
+x = "delay"
+x_values = ["10ms"]
+x_label = "Delay"
+series = ["sack"]
+metric = "transfer_mbps"
+y_label = "Mb/s"
+[figure.set]
+transfer = "100KB"
 [[claim]]
 text = "sack beats reno"
 figure = "f"
@@ -497,6 +508,7 @@ b = "reno"
     );
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     std::fs::remove_file(out.join("report.md")).unwrap();
+    let transfer_figure = std::fs::read_to_string(out.join("transfer.csv")).unwrap();
     let again = args(&["--report-only"]);
     assert!(
         again.status.success(),
@@ -506,6 +518,12 @@ b = "reno"
     assert_eq!(
         std::fs::read_to_string(out.join("report.md")).unwrap(),
         report
+    );
+    // A metric derived from the settings (a transfer's Mb/s) has no column of its own:
+    // it is derived again, and its figure comes back the same.
+    assert_eq!(
+        std::fs::read_to_string(out.join("transfer.csv")).unwrap(),
+        transfer_figure
     );
     // A setting only some runs have gets a column, empty in the other rows.
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();

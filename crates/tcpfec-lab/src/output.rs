@@ -38,20 +38,13 @@ pub fn run_json(o: &Outcome) -> Value {
     m.insert("fast_recoveries".into(), json!(r.fast_recoveries));
     m.insert("timeouts".into(), json!(r.timeouts));
     m.insert("completion_time_s".into(), opt(r.completion_time_s));
-    if let (tcpfec_sim::App::Transfer { bytes }, Some(t)) =
-        (o.run.scenario.app, r.completion_time_s)
-    {
-        // Average application throughput of the transfer (Botos' rho_av).
-        m.insert("transfer_mbps".into(), json!(bytes as f64 * 8.0 / t / 1e6));
+    if let Some(x) = transfer_mbps(&o.run.scenario, r.completion_time_s) {
+        m.insert("transfer_mbps".into(), json!(x));
     }
     m.insert("incomplete_flows".into(), json!(r.incomplete_flows));
     m.insert("jain_fairness".into(), json!(r.jain_fairness));
-    if let Some(bps) = o.run.scenario.target_rate_bps() {
-        // Goodput as a share of the target rate (or of what the application offered).
-        m.insert(
-            "target_share".into(),
-            json!(r.goodput_mbps * 1e6 / bps as f64),
-        );
+    if let Some(x) = target_share(&o.run.scenario, r.goodput_mbps) {
+        m.insert("target_share".into(), json!(x));
     }
     m.insert(
         "background_goodput_mbps".into(),
@@ -68,6 +61,21 @@ pub fn run_json(o: &Outcome) -> Value {
     m.insert("events".into(), json!(r.events));
     m.insert("wall_s".into(), json!(o.wall_s));
     Value::Object(m)
+}
+
+/// Average application throughput of a finished transfer, Mb/s (Botos' rho_av).
+fn transfer_mbps(scenario: &tcpfec_sim::Scenario, completion_s: Option<f64>) -> Option<f64> {
+    match (scenario.app, completion_s) {
+        (tcpfec_sim::App::Transfer { bytes }, Some(t)) => Some(bytes as f64 * 8.0 / t / 1e6),
+        _ => None,
+    }
+}
+
+/// Goodput as a share of the target rate (or of what the application offered).
+fn target_share(scenario: &tcpfec_sim::Scenario, goodput_mbps: f64) -> Option<f64> {
+    scenario
+        .target_rate_bps()
+        .map(|bps| goodput_mbps * 1e6 / bps as f64)
 }
 
 /// Column names of `results.csv`, in order: every setting any run has (a figure may set
@@ -222,6 +230,16 @@ pub fn read_csv(path: &Path, runs: &[crate::sweep::Run]) -> Result<Vec<Value>, S
         }
         for (k, v) in settings {
             m.entry(k).or_insert_with(|| json!(v));
+        }
+        // Metrics derived from the settings have no column: derived again, as `run_json`
+        // does, so that `--report-only` can draw figures of them.
+        let completion = m.get("completion_time_s").and_then(Value::as_f64);
+        if let Some(x) = transfer_mbps(&run.scenario, completion) {
+            m.insert("transfer_mbps".into(), json!(x));
+        }
+        let goodput = m.get("goodput_mbps").and_then(Value::as_f64);
+        if let Some(x) = goodput.and_then(|g| target_share(&run.scenario, g)) {
+            m.insert("target_share".into(), json!(x));
         }
         records.push(Value::Object(m));
     }
