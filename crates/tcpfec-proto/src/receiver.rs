@@ -511,9 +511,7 @@ impl Receiver {
             .is_some_and(|f| f.cfg.replay_withheld_runs)
         {
             for b in a.sack.as_slice() {
-                if let Some(r) = self.runs.iter_mut().find(|r| r.start == b.start) {
-                    r.reported = true;
-                }
+                self.mark_reported(b, true);
             }
         }
         a
@@ -522,12 +520,19 @@ impl Receiver {
     /// A SACK block taken from the ACK just sent was left out of its packet (the packet
     /// limit, `Connection::fit`): its run counts as unreported again.
     pub fn unreport(&mut self, b: SackBlock) {
+        self.mark_reported(&b, false);
+    }
+
+    /// Marks the run block `b` reports as reported or not.
+    fn mark_reported(&mut self, b: &SackBlock, reported: bool) {
         if let Some(r) = self.runs.iter_mut().find(|r| r.start == b.start) {
-            r.reported = false;
+            r.reported = reported;
         }
     }
 
-    /// Up to `max_sack_blocks` runs not yet reported, lowest first.
+    /// Up to `max_sack_blocks` runs not yet reported, lowest first: `peek_ack`'s selection
+    /// by another order, kept apart because `peek_ack` runs for every ACK (one loop generic
+    /// over the order ran 1–3 % slower on `tcpfec bench sim`, five alternated runs).
     fn lowest_unreported(&self) -> SackBlocks {
         let mut sack = SackBlocks::default();
         let mut above = 0;
