@@ -221,12 +221,16 @@ impl Receiver {
     pub fn on_repair(&mut self, group: FecGroup, info: RepairInfo, payload: Bytes) {
         let rcv_nxt = self.rcv_nxt;
         let Some(f) = self.fec.as_mut() else { return };
+        let unneeded = f.decoder.stats.repairs_unneeded;
         let rebuilt = f.decoder.on_repair(group, info, payload, rcv_nxt);
+        // A repair whose group lost nothing (or was rebuilt already) tells nothing about
+        // the gaps, and its duplicate ACK would only count towards a fast retransmit.
+        let surplus = f.cfg.quiet_surplus_repairs && f.decoder.stats.repairs_unneeded > unneeded;
         let any = !rebuilt.is_empty();
         for (s, p) in rebuilt {
             self.on_rebuilt(s, p);
         }
-        if !any && !self.all_gaps_repairable() {
+        if !any && !surplus && !self.all_gaps_repairable() {
             // Recovery just became impossible: release the withheld duplicate ACKs.
             self.ack_now = true;
             self.release_suppression();
@@ -686,6 +690,7 @@ mod tests {
             protect_retransmissions: false,
             replay_withheld_dupacks: true,
             replay_withheld_runs: true,
+            quiet_surplus_repairs: true,
             adaptive: None,
         });
         r
@@ -787,6 +792,24 @@ mod tests {
             r.wants_ack(Instant::ZERO),
             "two members missing: not repairable"
         );
+    }
+
+    /// A repair of a group that lost nothing, arriving while another gap waits for its
+    /// retransmission, sends no duplicate ACK: it changes nothing the sender could learn.
+    #[test]
+    fn a_surplus_repair_sends_no_duplicate_ack() {
+        for quiet in [true, false] {
+            let mut r = fec_rx(true);
+            r.fec.as_mut().unwrap().cfg.quiet_surplus_repairs = quiet;
+            for s in 0..4 {
+                member(&mut r, s, 0);
+            }
+            member(&mut r, 4, 4);
+            member(&mut r, 7, 4); // 5 and 6 lost: group 4 cannot be rebuilt
+            drain_acks(&mut r);
+            repair(&mut r, 0); // group 0 lost nothing
+            assert_eq!(r.wants_ack(Instant::ZERO), !quiet, "quiet: {quiet}");
+        }
     }
 
     /// ACKs that go out now, one after another (each `take_ack` may leave more wanted).

@@ -46,6 +46,17 @@ struct RepairInFlight {
     left: bool,
 }
 
+/// A retransmission in flight, for finding it lost (`Sender::detect_lost_retransmissions`).
+#[derive(Debug, Clone, Copy)]
+struct RetransmissionSent {
+    seg: u64,
+    /// The number of the group of retransmissions it belongs to; 0 if it has none.
+    group: u32,
+    /// Send order of its group's last repair, once sent: until a packet sent after that
+    /// is delivered, the repairs may still rebuild it.
+    repairs_order: Option<u64>,
+}
+
 /// What an arriving acknowledgement carries, as the sender sees it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AckInfo<'a> {
@@ -121,7 +132,7 @@ pub(crate) struct Sender {
     /// The RTT measured from the current ACK's timestamp echo.
     rtt_this_ack: Option<Duration>,
     /// Model-based controllers: retransmissions in send order, to find the lost ones.
-    retransmitted_order: VecDeque<u64>,
+    retransmitted_order: VecDeque<RetransmissionSent>,
     /// The tail loss probe, for schemes that use one (`Scheme::tail_loss_probe`).
     tlp: Option<TailLossProbe>,
     /// The receiver's delayed-ACK timeout, if it delays ACKs (the probe waits it out).
@@ -628,15 +639,28 @@ impl Sender {
         let r = std::iter::from_fn(|| enc.pop_ready()).find(|r| r.group.last() >= una)?;
         // Its ACK is the one for its group's data, which may precede it: no RTT sample.
         let tx = self.sb.rate.on_send(now, in_flight, true);
+        let number = r.group.retransmission_group;
+        if number != 0 {
+            // The group's members are the retransmissions with its number, the latest
+            // ones of that number or later (numbers only grow).
+            for sent in self.retransmitted_order.iter_mut().rev() {
+                if sent.group == number {
+                    sent.repairs_order = Some(tx.order);
+                } else if sent.group != 0 && sent.group < number {
+                    break;
+                }
+            }
+        }
         self.repairs_in_flight.push_back(RepairInFlight {
             last: r.group.last(),
             tx,
             bytes: r.payload.len() as u64,
             left: false,
         });
-        if self.cc.models_path() {
+        if self.cc.models_path() && number == 0 {
             // Every segment numbered from `nxt` on leaves after this repair: SACKs of those
             // may show the group's holes lost (a group closed early is bounded here).
+            // Retransmissions are found lost by their own rule (`RetransmissionSent`).
             let (g, nxt) = (r.group, self.sb.nxt());
             for i in 0..g.count as u64 {
                 self.sb
@@ -697,17 +721,29 @@ impl Sender {
         };
         // Only a lost segment sent again can be lost again; a tail probe's copy of a
         // segment still in flight is no loss if it goes missing.
-        if self.sb.on_retransmitted(now, seg, in_flight) && self.cc.models_path() {
-            self.retransmitted_order.push_back(seg);
-        }
+        let track = self.sb.on_retransmitted(now, seg, in_flight) && self.cc.models_path();
         let s = self.sb.get(seg).expect("retransmission is outstanding");
         let (payload, fin) = (s.payload.clone(), s.fin);
+        // `auto` sizes each group of retransmissions to its failure target (none where a
+        // loss among them is rarer than that); Sato's schemes give every group the
+        // repairs of a block.
+        let auto = self.control.as_ref().and_then(|c| c.as_auto());
         let fec = match self.fec.as_mut() {
             Some((enc, f)) if f.protect_retransmissions && !payload.is_empty() => {
-                Some(enc.add_retransmission(seg, &payload, run, cwnd))
+                let block_repairs = enc.repairs();
+                enc.add_retransmission(seg, &payload, run, cwnd, |n| {
+                    auto.map_or(block_repairs, |a| a.retransmission_repairs(n as usize))
+                })
             }
             _ => None,
         };
+        if track {
+            self.retransmitted_order.push_back(RetransmissionSent {
+                seg,
+                group: fec.map_or(0, |g| g.retransmission_group),
+                repairs_order: None,
+            });
+        }
         let out = OutSegment {
             seg,
             payload,
@@ -1072,14 +1108,17 @@ impl Sender {
         let Some(newest) = self.sb.newest_delivered() else {
             return;
         };
-        while let Some(&seg) = self.retransmitted_order.front() {
+        while let Some(&r) = self.retransmitted_order.front() {
+            let seg = r.seg;
             match self.sb.retransmission_in_flight(seg) {
                 None => {
                     self.retransmitted_order.pop_front(); // delivered or acknowledged
                 }
                 // No reordering window: the engine does not detect reordering (no
-                // DSACK), and RFC 8985 uses none until reordering has been seen.
-                Some(sent) if sent < newest => {
+                // DSACK), and RFC 8985 uses none until reordering has been seen. A
+                // protected retransmission waits for its group's repairs as well: it is
+                // lost once a packet sent after them has been delivered.
+                Some(sent) if r.repairs_order.unwrap_or(sent).max(sent) < newest => {
                     self.retransmitted_order.pop_front();
                     self.sb.mark_retransmission_lost(seg);
                     self.force_retransmit = true;

@@ -186,15 +186,17 @@ impl Encoder {
     /// Adds a retransmission of segment `seg`, the first of `run` consecutive segments now
     /// due for retransmission; returns the group it joins. It continues the open
     /// retransmission group if it is that group's next segment, and otherwise opens one of
-    /// `run` members (at most a group's size at `cwnd`). A full group's repairs are ready
-    /// at once.
+    /// `run` members (at most a group's size at `cwnd`) with `repairs_for(members)`
+    /// repairs, or, if that is 0, sends the retransmission unprotected (`None`). A full
+    /// group's repairs are ready at once.
     pub fn add_retransmission(
         &mut self,
         seg: u64,
         payload: &Bytes,
         run: u64,
         cwnd: f64,
-    ) -> FecGroup {
+        repairs_for: impl Fn(u16) -> u8,
+    ) -> Option<FecGroup> {
         let continues = self.retransmissions.as_ref().is_some_and(|g| {
             let members = g.data.members() as u64;
             seg == g.first + members && members < g.count as u64
@@ -203,8 +205,12 @@ impl Encoder {
             self.flush_retransmissions();
             let (size, _) = self.policy.shape(cwnd);
             let mut count = run.clamp(1, size as u64) as u16;
-            if self.repairs > 1 {
-                count = count.min((MAX_SHARDS - self.repairs as usize) as u16);
+            let repairs = repairs_for(count).min((MAX_SHARDS - 1) as u8);
+            if repairs == 0 {
+                return None;
+            }
+            if repairs > 1 {
+                count = count.min((MAX_SHARDS - repairs as usize) as u16);
             }
             // Numbers wrap after 2³² − 1 groups, long after the receiver forgot number 1.
             self.last_retransmission_group = self.last_retransmission_group % u32::MAX + 1;
@@ -212,8 +218,8 @@ impl Encoder {
                 number: self.last_retransmission_group,
                 first: seg,
                 count,
-                repairs: self.repairs,
-                data: GroupData::new(self.repairs),
+                repairs,
+                data: GroupData::new(repairs),
             });
         }
         let g = self.retransmissions.as_mut().expect("just opened");
@@ -229,7 +235,12 @@ impl Encoder {
             let g = self.retransmissions.take().expect("present");
             self.emit(group, &g.data);
         }
-        group
+        Some(group)
+    }
+
+    /// Repairs per block of first transmissions now.
+    pub fn repairs(&self) -> u8 {
+        self.repairs
     }
 
     /// Closes the open retransmission group early; its repairs name the true member count.
@@ -380,19 +391,25 @@ mod tests {
     fn consecutive_retransmissions_form_a_group_and_a_broken_run_is_closed() {
         let mut e = Encoder::new(GroupPolicy::Static(8), 1);
         // Segments 5, 6 and 7 are due back to back: one group of three.
-        let g5 = e.add_retransmission(5, &b(&[5]), 3, 10.0);
+        let g5 = e.add_retransmission(5, &b(&[5]), 3, 10.0, |_| 1).unwrap();
         assert_eq!((g5.first, g5.count, g5.stride), (5, 3, 1));
         assert!(e.pop_ready().is_none());
-        assert_eq!(e.add_retransmission(6, &b(&[6]), 2, 10.0), g5);
-        assert_eq!(e.add_retransmission(7, &b(&[7]), 1, 10.0), g5);
+        assert_eq!(
+            e.add_retransmission(6, &b(&[6]), 2, 10.0, |_| 1).unwrap(),
+            g5
+        );
+        assert_eq!(
+            e.add_retransmission(7, &b(&[7]), 1, 10.0, |_| 1).unwrap(),
+            g5
+        );
         let r = e.pop_ready().expect("full group: repair ready");
         assert_eq!(r.group, g5);
         assert_eq!(&r.payload[..], &[5 ^ 6 ^ 7]);
         // A run of two cut after its first member: the next retransmission (20) opens a new
         // group and the old one's repair names the one member it got.
-        let g12 = e.add_retransmission(12, &b(&[12]), 2, 10.0);
+        let g12 = e.add_retransmission(12, &b(&[12]), 2, 10.0, |_| 1).unwrap();
         assert_eq!(g12.count, 2);
-        let g20 = e.add_retransmission(20, &b(&[20]), 1, 10.0);
+        let g20 = e.add_retransmission(20, &b(&[20]), 1, 10.0, |_| 1).unwrap();
         assert_eq!((g20.first, g20.count), (20, 1));
         let r = e.pop_ready().expect("cut group closed");
         assert_eq!((r.group.first, r.group.count), (12, 1));
@@ -400,11 +417,27 @@ mod tests {
         assert_eq!(e.pop_ready().expect("group 20 full").group, g20);
         // Every retransmission group has a number of its own, also one that starts at the
         // same segment as an earlier group: the receiver tells them apart by it.
-        let again = e.add_retransmission(5, &b(&[5]), 1, 10.0);
+        let again = e.add_retransmission(5, &b(&[5]), 1, 10.0, |_| 1).unwrap();
         assert_eq!(
             [g5, g12, g20, again].map(|g| g.retransmission_group),
             [1, 2, 3, 4]
         );
         assert_ne!(again.key(), g5.key());
+    }
+
+    /// The repairs of a group of retransmissions follow its length (`auto` sizes them to
+    /// its failure target); none means the retransmission goes out unprotected.
+    #[test]
+    fn a_group_of_retransmissions_gets_the_repairs_sized_for_its_length() {
+        let mut e = Encoder::new(GroupPolicy::Static(8), 1);
+        let sized = |n: u16| if n >= 3 { 2 } else { 0 };
+        assert_eq!(e.add_retransmission(4, &b(&[4]), 1, 10.0, sized), None);
+        let g = e.add_retransmission(5, &b(&[5]), 3, 10.0, sized).unwrap();
+        assert_eq!((g.first, g.count, g.repairs), (5, 3, 2));
+        e.add_retransmission(6, &b(&[6]), 2, 10.0, sized).unwrap();
+        e.add_retransmission(7, &b(&[7]), 1, 10.0, sized).unwrap();
+        let repairs: Vec<_> = std::iter::from_fn(|| e.pop_ready()).collect();
+        assert_eq!(repairs.len(), 2, "two repairs, Reed-Solomon");
+        assert!(repairs.iter().all(|r| r.group == g));
     }
 }

@@ -121,6 +121,20 @@ impl Sizer {
             .is_none_or(|t| t[k + 1][1] <= self.target)
     }
 
+    /// The fewest repairs, at most `max_m`, that keep a block of `n` data packets under the
+    /// target: 0 where `n` packets alone are lost with at most the target's probability
+    /// (always, on a loss-free estimate), `max_m` where none is enough.
+    pub fn repairs_for(&self, n: usize, max_m: usize) -> usize {
+        let n = n.clamp(1, MAX_BLOCK - 1);
+        let max_m = max_m.min(MAX_BLOCK - n);
+        let Some(table) = &self.table else {
+            return 0;
+        };
+        (0..=max_m)
+            .find(|&m| table[n + m][m] <= self.target)
+            .unwrap_or(max_m)
+    }
+
     /// The code with the least overhead that keeps the block-failure probability under
     /// the target, with at most `max_k` data packets per block (the delay bound), or
     /// `None` if no M up to the block limit meets it. On a loss-free estimate: one repair
@@ -270,6 +284,39 @@ mod tests {
         // per window is not enough and the bound holds there too.
         let bursty = size_code(&est(1e-3, 5.0), 1e-3, 9, 36);
         assert!(bursty.k <= 9, "{bursty:?}");
+    }
+
+    /// Groups of retransmissions: no repair where a loss among them is rarer than the
+    /// target, the fewest that meet it otherwise, and never more than the cap.
+    #[test]
+    fn a_group_of_retransmissions_gets_the_fewest_repairs_that_meet_the_target() {
+        let random = |p: f64| est(p, 1.0 / (1.0 - p));
+        let clean = Sizer::new(&est(0.0, 1.0), 1e-3);
+        assert_eq!(clean.repairs_for(1, 1), 0);
+        assert_eq!(clean.repairs_for(30, 30), 0);
+        // 0.05 % loss: one packet alone meets 10⁻³, ten do not.
+        let light = Sizer::new(&random(0.0005), 1e-3);
+        assert_eq!(light.repairs_for(1, 1), 0);
+        assert_eq!(light.repairs_for(10, 10), 1);
+        // 5 %: a lone retransmission needs two (5 % · 5 % · 5 %), one if capped at one.
+        let heavy = Sizer::new(&random(0.05), 1e-3);
+        assert_eq!(heavy.repairs_for(1, 5), 2);
+        assert_eq!(heavy.repairs_for(1, 1), 1);
+        for n in 1..40 {
+            let m = heavy.repairs_for(n, 20);
+            assert!(
+                block_failure(&random(0.05), n + m, m) <= 1e-3,
+                "n {n}, m {m}"
+            );
+            assert!(m == 0 || block_failure(&random(0.05), n + m - 1, m - 1) > 1e-3);
+            assert!(
+                heavy.repairs_for(n + 1, 20) >= m,
+                "more packets, no fewer repairs"
+            );
+            assert!(heavy.repairs_for(n, n) <= n, "capped");
+        }
+        // A priced target (1/BDP on a short path) leaves a lone one unprotected at 5 %.
+        assert_eq!(Sizer::new(&random(0.05), 1.0 / 17.0).repairs_for(1, 1), 0);
     }
 
     #[test]
