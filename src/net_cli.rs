@@ -117,8 +117,9 @@ pub struct SendArgs {
     /// Congestion-control / FEC scheme for the data direction. The default, auto,
     /// measures the loss at the receiver (rate and burst length, congestion drops left
     /// out) and sizes Reed-Solomon blocks to it: about 1 % repair on a clean path, more as
-    /// loss grows, over BBR v3 which does not slow down for losses FEC repaired
-    /// (docs/auto.md). `tcpfec schemes` lists the others; `sack` spends nothing on repair.
+    /// loss grows, and repairs for its retransmissions too, over BBR v3 which does not
+    /// slow down for losses FEC repaired (docs/auto.md). `tcpfec schemes` lists the
+    /// others; `sack` spends nothing on repair.
     #[arg(long, default_value = DEFAULT_SCHEME)]
     scheme: String,
     #[command(flatten)]
