@@ -3,8 +3,7 @@
 
 mod common;
 
-use bytes::Bytes;
-use common::Pair;
+use common::upload;
 use tcpfec_proto::{Config, Scheme};
 
 /// Sends 4 MB from client to server under `auto` over a wire (10 ms each way) that loses
@@ -16,39 +15,21 @@ use tcpfec_proto::{Config, Scheme};
 fn transfer_with_a_failed_block(report_runs: bool) -> (u64, u64) {
     let mut scheme = Scheme::parse("auto").unwrap();
     scheme.fec.as_mut().unwrap().replay_withheld_runs = report_runs;
-    let mut p = Pair::new(Config {
+    let cfg = Config {
         scheme,
         initial_window: 10,
         ..Config::default()
-    });
+    };
     let data: Vec<u8> = (0..4_000_000u32).map(|i| (i * 13) as u8).collect();
-    p.client.write(Bytes::from(data.clone()));
-    p.client.finish();
-    let mut got = Vec::new();
     let mut data_packets = 0u32;
-    for _ in 0..1_000_000 {
-        p.send_routed(
-            |now, pk| {
-                if !pk.is_repair() && !pk.payload.is_empty() {
-                    data_packets += 1;
-                    let burst = (2000..2100).contains(&data_packets);
-                    if data_packets.is_multiple_of(20) || (burst && data_packets.is_multiple_of(4))
-                    {
-                        return None;
-                    }
-                }
-                Some(now + 10_000_000)
-            },
-            |now, _| Some(now + 10_000_000),
-        );
-        while let Some(b) = p.server.read_chunk() {
-            got.extend_from_slice(&b);
+    let p = upload(cfg, &data, 10_000_000, |pk| {
+        if pk.is_repair() || pk.payload.is_empty() {
+            return false;
         }
-        if !p.step() {
-            break;
-        }
-    }
-    assert!(got == data, "the stream arrived intact");
+        data_packets += 1;
+        let burst = (2000..2100).contains(&data_packets);
+        data_packets.is_multiple_of(20) || (burst && data_packets.is_multiple_of(4))
+    });
     let (c, s) = (p.client.stats(), p.server.stats());
     (c.retransmissions, s.duplicate_segments)
 }

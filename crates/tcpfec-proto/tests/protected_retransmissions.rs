@@ -4,8 +4,7 @@
 
 mod common;
 
-use bytes::Bytes;
-use common::Pair;
+use common::upload;
 use std::collections::HashMap;
 use tcpfec_proto::{Config, Scheme};
 
@@ -18,48 +17,30 @@ use tcpfec_proto::{Config, Scheme};
 fn transfer_losing_retransmissions(protect: bool) -> (usize, u64) {
     let mut scheme = Scheme::parse("auto").unwrap();
     scheme.fec.as_mut().unwrap().protect_retransmissions = protect;
-    let mut p = Pair::new(Config {
+    let cfg = Config {
         scheme,
         initial_window: 10,
         ..Config::default()
-    });
+    };
     let data: Vec<u8> = (0..4_000_000u32).map(|i| (i * 7) as u8).collect();
-    p.client.write(Bytes::from(data.clone()));
-    p.client.finish();
-    let mut got = Vec::new();
     let mut first_transmissions = 0u32;
     let mut sent: HashMap<u64, u32> = HashMap::new();
-    for _ in 0..1_000_000 {
-        p.send_routed(
-            |now, pk| {
-                if !pk.is_repair() && !pk.payload.is_empty() {
-                    let times = sent.entry(pk.seg).or_insert(0);
-                    *times += 1;
-                    let lost = match *times {
-                        1 => {
-                            first_transmissions += 1;
-                            let n = first_transmissions;
-                            n.is_multiple_of(20) || (1500..1540).contains(&n)
-                        }
-                        2 => pk.seg.is_multiple_of(4),
-                        _ => false,
-                    };
-                    if lost {
-                        return None;
-                    }
-                }
-                Some(now + 10_000_000)
-            },
-            |now, _| Some(now + 10_000_000),
-        );
-        while let Some(b) = p.server.read_chunk() {
-            got.extend_from_slice(&b);
+    let p = upload(cfg, &data, 10_000_000, |pk| {
+        if pk.is_repair() || pk.payload.is_empty() {
+            return false;
         }
-        if !p.step() {
-            break;
+        let times = sent.entry(pk.seg).or_insert(0);
+        *times += 1;
+        match *times {
+            1 => {
+                first_transmissions += 1;
+                let n = first_transmissions;
+                n.is_multiple_of(20) || (1500..1540).contains(&n)
+            }
+            2 => pk.seg.is_multiple_of(4),
+            _ => false,
         }
-    }
-    assert!(got == data, "the stream arrived intact");
+    });
     let thrice = sent.values().filter(|&&n| n >= 3).count();
     (thrice, p.client.stats().retransmissions)
 }

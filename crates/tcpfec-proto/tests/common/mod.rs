@@ -1,6 +1,7 @@
 //! A client and a server joined by a wire in virtual time, for tests that drive two
 //! engines directly: the test decides when (and whether) each server packet arrives.
 
+use bytes::Bytes;
 use tcpfec_proto::{Config, Connection, Instant, Packet};
 
 /// Two connections and the packets on the wire between them.
@@ -84,4 +85,34 @@ impl Pair {
         }
         true
     }
+}
+
+/// Sends `data` from client to server over a wire `one_way` ns long each way that loses
+/// the client packets `lose` picks, until nothing is pending; returns the pair for its
+/// counters. Panics unless the stream arrives intact.
+#[allow(dead_code)] // not every test binary that includes this module uploads
+pub fn upload(
+    cfg: Config,
+    data: &[u8],
+    one_way: u64,
+    mut lose: impl FnMut(&Packet) -> bool,
+) -> Pair {
+    let mut p = Pair::new(cfg);
+    p.client.write(Bytes::copy_from_slice(data));
+    p.client.finish();
+    let mut got = Vec::new();
+    for _ in 0..1_000_000 {
+        p.send_routed(
+            |now, pk| (!lose(pk)).then_some(now + one_way),
+            |now, _| Some(now + one_way),
+        );
+        while let Some(b) = p.server.read_chunk() {
+            got.extend_from_slice(&b);
+        }
+        if !p.step() {
+            break;
+        }
+    }
+    assert!(got == data, "the stream arrived intact");
+    p
 }
