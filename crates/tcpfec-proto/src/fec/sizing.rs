@@ -130,9 +130,18 @@ impl Sizer {
         let Some(table) = &self.table else {
             return 0;
         };
-        (0..=max_m)
-            .find(|&m| table[n + m][m] <= self.target)
-            .unwrap_or(max_m)
+        self.fewest_repairs(table, n, 0..=max_m).unwrap_or(max_m)
+    }
+
+    /// The first repair count in `tried` that keeps a block of `k` data packets under the
+    /// target.
+    fn fewest_repairs(
+        &self,
+        table: &[Vec<f64>],
+        k: usize,
+        mut tried: core::ops::RangeInclusive<usize>,
+    ) -> Option<usize> {
+        tried.find(|&m| table[k + m][m] <= self.target)
     }
 
     /// The code with the least overhead that keeps the block-failure probability under
@@ -162,7 +171,7 @@ impl Sizer {
         // the delay bound down and keep the least overhead (ties: the larger K, fewer
         // blocks).
         for k in (1..=max_k).rev() {
-            let Some(m) = (1..=MAX_BLOCK - k).find(|&m| table[k + m][m] <= self.target) else {
+            let Some(m) = self.fewest_repairs(table, k, 1..=MAX_BLOCK - k) else {
                 continue;
             };
             let c = CodeSize { k, m };
