@@ -71,6 +71,12 @@ const CLEAN_EVIDENCE: f64 = 1000.0;
 /// Measured packets, in BDPs, before the failure target is priced (`AutoControl::target`).
 const PRICED_AFTER_PIPES: f64 = 8.0;
 
+/// The weight a count keeps after `packets` more measured packets: it halves over
+/// [`SLOW_MEMORY`], as the channel estimate forgets.
+fn fade(packets: u64) -> f64 {
+    0.5f64.powf(packets as f64 / SLOW_MEMORY)
+}
+
 /// The controller's state.
 #[derive(Debug, Clone)]
 pub struct AutoControl {
@@ -164,13 +170,11 @@ impl AutoControl {
         // losses at a full queue are left out, so must the arrivals be.
         let received = received.saturating_sub(congestion_received);
         self.observe(received, lost, runs);
-        let fade = 0.5f64.powf((received + lost) as f64 / SLOW_MEMORY);
-        self.pipe = (self.pipe * fade).max(window / 2.0);
+        self.pipe = (self.pipe * fade(received + lost)).max(window / 2.0);
         let all = received + lost + congestion_received + congestion_lost;
-        let fade_all = 0.5f64.powf(all as f64 / SLOW_MEMORY);
-        self.recent_packets = self.recent_packets * fade_all + all as f64;
+        self.recent_packets = self.recent_packets * fade(all) + all as f64;
         self.recent_congestion_lost =
-            self.recent_congestion_lost * fade_all + congestion_lost as f64;
+            self.recent_congestion_lost * fade(all) + congestion_lost as f64;
         self.since_sizing += received + lost;
         let bound = |share: f64| ((window * share) as usize).clamp(2, self.p.max_block as usize);
         let max_k = bound(self.p.block_share_of_window);
