@@ -95,6 +95,12 @@ pub struct SimArgs {
     /// also the target rate of schemes that have one (afec, tfec).
     #[arg(long, allow_hyphen_values = true)]
     app_rate: Option<String>,
+    /// Interactive traffic instead of bulk data, as netperf's TCP_RR: requests of
+    /// REQUEST bytes, each answered with RESPONSE bytes (default: as many), the next sent
+    /// when the answer is read (e.g. 100B, 100B/10KB). Delivery delay is then an
+    /// exchange's, from the request's write to the response's last byte read.
+    #[arg(long, value_name = "REQUEST[/RESPONSE]", allow_hyphen_values = true)]
+    request_response: Option<String>,
     /// Target rate of the schemes that have one (afec, tfec) with bulk data, e.g. 10mbit
     /// [default: the --app-rate, if given].
     #[arg(long, allow_hyphen_values = true)]
@@ -132,7 +138,9 @@ pub struct SimArgs {
     #[arg(long, value_name = "DIR")]
     csv: Option<PathBuf>,
     /// Write each run's time series (sampled every 100 ms: cwnd, FEC group size, delivery
-    /// rate) as DIR/cwnd-RUN.csv, and DIR/cwnd.svg when there are at most 6 runs.
+    /// rate) as DIR/cwnd-RUN.csv, each flow's delivery-delay distribution in the
+    /// measurement window (a CDF) as DIR/delay-RUN.csv, and DIR/cwnd.svg when there are
+    /// at most 6 runs.
     #[arg(long, value_name = "DIR")]
     trace: Option<PathBuf>,
     #[command(flatten)]
@@ -178,6 +186,7 @@ impl SimArgs {
             ("max-window", &self.max_window),
             ("loss-schedule", &self.loss_schedule),
             ("app-rate", &self.app_rate),
+            ("request-response", &self.request_response),
             ("target-rate", &self.target_rate),
             ("background", &self.background),
             ("background-direction", &self.background_direction),

@@ -56,11 +56,29 @@ pub fn run_json(o: &Outcome) -> Value {
     );
     m.insert("jitter_mean_ms".into(), json!(r.jitter_mean_ms));
     m.insert("jitter_std_ms".into(), json!(r.jitter_std_ms));
+    for (name, v) in delay_columns(r.delay.as_ref()) {
+        m.insert(name.into(), opt(v));
+    }
+    m.insert("one_way_delay_ms".into(), json!(r.one_way_delay_ms));
     m.insert("data_packets".into(), json!(r.data_packets));
     m.insert("packets_total".into(), json!(r.packets_total));
     m.insert("events".into(), json!(r.events));
     m.insert("wall_s".into(), json!(o.wall_s));
     Value::Object(m)
+}
+
+/// The delivery-delay percentiles under their column names (`None` where nothing was
+/// delivered).
+fn delay_columns(
+    d: Option<&tcpfec_sim::metrics::DelaySummary>,
+) -> [(&'static str, Option<f64>); 5] {
+    [
+        ("delay_p50_ms", d.map(|d| d.p50_ms)),
+        ("delay_p90_ms", d.map(|d| d.p90_ms)),
+        ("delay_p99_ms", d.map(|d| d.p99_ms)),
+        ("delay_p999_ms", d.map(|d| d.p999_ms)),
+        ("delay_max_ms", d.map(|d| d.max_ms)),
+    ]
 }
 
 /// Average application throughput of a finished transfer, Mb/s (Botos' rho_av).
@@ -107,6 +125,12 @@ fn csv_columns<'a>(runs: impl Iterator<Item = &'a crate::sweep::Run>) -> Vec<Str
         "jain_fairness",
         "jitter_mean_ms",
         "jitter_std_ms",
+        "delay_p50_ms",
+        "delay_p90_ms",
+        "delay_p99_ms",
+        "delay_p999_ms",
+        "delay_max_ms",
+        "one_way_delay_ms",
         "data_packets",
         "packets_total",
         "events",
@@ -279,9 +303,13 @@ pub fn write_csv_numbered(dir: &Path, outcomes: &[Outcome], ids: &[usize]) -> st
     let mut f = String::from(FLOWS_HEADER);
     for (&i, o) in ids.iter().zip(outcomes) {
         for (k, fl) in o.result.flows.iter().enumerate() {
+            let delays: Vec<String> = delay_columns(fl.delay.as_ref())
+                .iter()
+                .map(|(_, v)| v.map_or(String::new(), |x| x.to_string()))
+                .collect();
             let _ = writeln!(
                 f,
-                "{i},{},{k},{},{},{},{},{},{},{},{}",
+                "{i},{},{k},{},{},{},{},{},{},{},{},{},{}",
                 o.run.scenario.seed,
                 fl.goodput_mbps,
                 fl.throughput_mbps,
@@ -292,6 +320,8 @@ pub fn write_csv_numbered(dir: &Path, outcomes: &[Outcome], ids: &[usize]) -> st
                 fl.completion_time_s
                     .map_or(String::new(), |x| x.to_string()),
                 fl.mean_rtt_ms.map_or(String::new(), |x| x.to_string()),
+                delays.join(","),
+                fl.one_way_delay_ms,
             );
         }
     }
@@ -299,7 +329,7 @@ pub fn write_csv_numbered(dir: &Path, outcomes: &[Outcome], ids: &[usize]) -> st
 }
 
 /// Header of `flows.csv`.
-pub const FLOWS_HEADER: &str = "run,seed,flow,goodput_mbps,throughput_mbps,retransmission_rate,data_loss_rate,fast_recoveries,timeouts,completion_time_s,mean_rtt_ms\n";
+pub const FLOWS_HEADER: &str = "run,seed,flow,goodput_mbps,throughput_mbps,retransmission_rate,data_loss_rate,fast_recoveries,timeouts,completion_time_s,mean_rtt_ms,delay_p50_ms,delay_p90_ms,delay_p99_ms,delay_p999_ms,delay_max_ms,one_way_delay_ms\n";
 
 /// A fixed-width table for the terminal: the swept parameters, then the main metrics.
 pub fn table(outcomes: &[Outcome], swept: &[String]) -> String {
@@ -361,8 +391,10 @@ fn run_label(o: &Outcome, index: usize, swept: &[String]) -> String {
     }
 }
 
-/// Writes `cwnd-<run>.csv` (time, flow, cwnd, FEC group size, delivery rate) for every
-/// run, and a figure of flow 0 of each run when there are few enough runs to tell apart.
+/// Writes `cwnd-<run>.csv` (time, flow, cwnd, FEC group size, delivery rate) and
+/// `delay-<run>.csv` (each flow's delivery-delay distribution in the measurement window,
+/// as a CDF) for every run, and a figure of flow 0 of each run when there are few enough
+/// runs to tell apart.
 pub fn write_traces(dir: &Path, outcomes: &[Outcome]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let swept: Vec<String> = crate::sweep::AXES
@@ -401,6 +433,13 @@ pub fn write_traces(dir: &Path, outcomes: &[Outcome]) -> Result<(), String> {
             }
         }
         std::fs::write(dir.join(format!("cwnd-{i}.csv")), s).map_err(|e| e.to_string())?;
+        let mut cdf = String::from("flow,delay_ms,share_at_or_below\n");
+        for (flow, pts) in o.result.delay_cdf.iter().enumerate() {
+            for (ms, share) in pts {
+                let _ = writeln!(cdf, "{flow},{ms},{share:.6}");
+            }
+        }
+        std::fs::write(dir.join(format!("delay-{i}.csv")), cdf).map_err(|e| e.to_string())?;
         if let Some(first) = o.result.cwnd_series.first() {
             series.push((run_label(o, i, &swept), first.clone()));
         }

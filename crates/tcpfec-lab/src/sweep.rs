@@ -33,6 +33,7 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("max-window", None),
     ("loss-schedule", None),
     ("app-rate", None),
+    ("request-response", None),
     ("target-rate", None),
     ("background", None),
     ("background-direction", None),
@@ -375,6 +376,20 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
     }
 }
 
+/// Parses `REQUEST[/RESPONSE]` (sizes, e.g. `100B`, `100B/10KB`; the response is as
+/// large as the request if not given).
+fn parse_exchange(v: &str) -> Result<App, String> {
+    let (req, resp) = v.split_once('/').unwrap_or((v, v));
+    let size = |s: &str| -> Result<u32, String> {
+        let n = parse_size(s)?;
+        u32::try_from(n).map_err(|_| format!("'{s}' is too large"))
+    };
+    Ok(App::RequestResponse {
+        request: size(req)?,
+        response: size(resp)?,
+    })
+}
+
 /// Builds the scenario of one point of the sweep.
 pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
     let mut sc = Scenario::default();
@@ -462,11 +477,16 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
                     bps: field(a, parse_rate(v))?,
                 }
             }
+            "request-response" => sc.app = field(a, parse_exchange(v))?,
             _ => return Err(format!("unknown setting '{axis}'")),
         }
     }
     if get("transfer").is_some() && get("app-rate").is_some() {
         return Err("--app-rate: cannot be combined with --transfer".into());
+    }
+    if get("request-response").is_some() && (get("transfer").is_some() || get("app-rate").is_some())
+    {
+        return Err("--request-response: cannot be combined with --transfer or --app-rate".into());
     }
     if get("access-rate").is_none() {
         sc.access_bps = sc.bottleneck_bps;
@@ -543,6 +563,39 @@ mod tests {
         // A list of loss schedules (their values hold commas' cousin '/') survives a file.
         let c = Axes::from_toml("loss-schedule = [\"0.1%/10%@10s\", \"1%/5%@2s\"]").unwrap();
         assert_eq!(c.run_count(1), Some(2));
+    }
+
+    #[test]
+    fn request_response_takes_one_or_two_sizes_and_excludes_other_applications() {
+        let app = |v: &str| {
+            let mut a = Axes::default();
+            a.set("request-response", v).unwrap();
+            a.expand(1, 1, &Limits::default())
+                .map(|r| r[0].scenario.app)
+        };
+        assert_eq!(
+            app("100B").unwrap(),
+            App::RequestResponse {
+                request: 100,
+                response: 100
+            }
+        );
+        assert_eq!(
+            app("100/10KB").unwrap(),
+            App::RequestResponse {
+                request: 100,
+                response: 10_000
+            }
+        );
+        for bad in ["0", "100/0", "20MiB", "x"] {
+            let e = app(bad).unwrap_err();
+            assert!(e.starts_with("--request-response"), "{bad}: {e}");
+        }
+        let mut a = Axes::default();
+        a.set("request-response", "100").unwrap();
+        a.set("app-rate", "1mbit").unwrap();
+        let e = a.expand(1, 1, &Limits::default()).unwrap_err();
+        assert!(e.contains("cannot be combined"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! tcpfec-sim: a deterministic discrete-event network simulator that drives the tcpfec
 //! engine. Same scenario and seed ⇒ identical results, bit for bit.
 
+mod delivery;
 pub mod event;
 pub mod link;
 pub mod metrics;
@@ -17,6 +18,6 @@ pub use loss::LossSpec;
 pub use metrics::{FlowResult, RunResult};
 pub use scenario::{
     App, Scenario, Start, Topology, EVENTS_PER_PACKET, HEADER_BYTES, MAX_DELAY, MAX_DURATION,
-    MAX_FLOWS,
+    MAX_FLOWS, MAX_MESSAGE,
 };
 pub use sim::run;

@@ -41,6 +41,11 @@ pub struct Link {
 }
 
 impl Link {
+    /// Its one-way propagation delay, ns.
+    pub fn delay_ns(&self) -> u64 {
+        self.delay_ns
+    }
+
     /// A link to node `to` at `rate_bps` with one-way `delay_ns` and room for `capacity`
     /// waiting packets.
     pub fn new(to: u32, rate_bps: u64, delay_ns: u64, capacity: usize, loss: LossModel) -> Self {

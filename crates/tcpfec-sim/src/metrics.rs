@@ -1,6 +1,7 @@
 //! Results of a run (SPEC C6 metrics that apply to plain TCP), per flow and aggregated.
 
 use serde::Serialize;
+pub use tcpfec_channel::DelaySummary;
 
 /// What one flow achieved over the measurement window.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -45,6 +46,14 @@ pub struct FlowResult {
     pub jitter_mean_ms: f64,
     /// Standard deviation of those gaps, ms.
     pub jitter_std_ms: f64,
+    /// Delivery delay in the window: time from the application's write of a byte to its
+    /// in-order read, percentiles over the bytes read (a request/response flow: over its
+    /// exchanges, from the request's write to the response's last byte read). `None` if
+    /// nothing was read.
+    pub delay: Option<DelaySummary>,
+    /// One-way propagation delay of the flow's path, ms: the floor of its delivery delay
+    /// (a request/response exchange's floor is twice it).
+    pub one_way_delay_ms: f64,
 }
 
 /// Everything a run reports.
@@ -84,6 +93,13 @@ pub struct RunResult {
     pub jitter_mean_ms: f64,
     /// Standard deviation of those gaps, ms.
     pub jitter_std_ms: f64,
+    /// Delivery delay over all flows' bytes (or exchanges) in the window.
+    pub delay: Option<DelaySummary>,
+    /// One-way propagation delay of the flows' paths, ms (their mean).
+    pub one_way_delay_ms: f64,
+    /// Each flow's delivery-delay distribution in the window: (ms, share at or below).
+    #[serde(skip)]
+    pub delay_cdf: Vec<Vec<(f64, f64)>>,
     /// Events processed.
     pub events: u64,
     /// Data packets sent by all senders over the whole run.

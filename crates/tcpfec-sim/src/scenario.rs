@@ -56,7 +56,21 @@ pub enum App {
         /// Offered rate, bits per second.
         bps: u64,
     },
+    /// Interactive traffic, as netperf's TCP_RR: the sender writes a request of `request`
+    /// bytes, the receiver answers each whole request with `response` bytes, and the next
+    /// request is written as soon as the whole response has been read. The delay measured
+    /// is a transaction's, from the request's write to its response's last byte read.
+    RequestResponse {
+        /// Bytes per request.
+        request: u32,
+        /// Bytes per response.
+        response: u32,
+    },
 }
+
+/// Largest request or response of [`App::RequestResponse`]: 16 MiB, far beyond an
+/// interactive exchange, and well inside the engines' send buffers.
+pub const MAX_MESSAGE: u32 = 16 << 20;
 
 /// When flows start.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -333,6 +347,14 @@ impl Scenario {
         if let App::Rate { bps: 0 } = self.app {
             return Err("--app-rate: must be positive".into());
         }
+        if let App::RequestResponse { request, response } = self.app {
+            if request == 0 || response == 0 || request.max(response) > MAX_MESSAGE {
+                return Err(format!(
+                    "--request-response: requests and responses must be 1 byte to {} MiB",
+                    MAX_MESSAGE >> 20
+                ));
+            }
+        }
         if self.scheme.fountain.is_some() && !matches!(self.app, App::Transfer { .. }) {
             return Err(format!(
                 "--scheme {}: FECTCP moves blocks; give their size with --transfer",
@@ -412,6 +434,14 @@ impl Scenario {
             // retransmissions and repair packets.
             let segments = (bytes as f64 / self.mss() as f64).ceil();
             packets = packets.min(2.0 * self.flows as f64 * segments);
+        }
+        if let (App::RequestResponse { request, response }, 0) = (self.app, self.background) {
+            // One exchange per round trip at most: its segments and their ACKs.
+            let segments = |bytes: u32| (bytes as f64 / self.mss() as f64).ceil();
+            let exchanges = secs / self.base_rtt_s();
+            packets = packets.min(
+                2.0 * self.flows as f64 * exchanges * (segments(request) + segments(response)),
+            );
         }
         let ticks = match self.app {
             App::Rate { .. } => self.flows as f64 * secs * 1e9 / APP_TICK_NS as f64,
@@ -494,6 +524,18 @@ mod tests {
             }),
             ("--transfer", |s| s.app = App::Transfer { bytes: 0 }),
             ("--app-rate", |s| s.app = App::Rate { bps: 0 }),
+            ("--request-response", |s| {
+                s.app = App::RequestResponse {
+                    request: 0,
+                    response: 10,
+                }
+            }),
+            ("--request-response", |s| {
+                s.app = App::RequestResponse {
+                    request: 10,
+                    response: MAX_MESSAGE + 1,
+                }
+            }),
         ];
         for (flag, change) in cases {
             let e = refused(*change);

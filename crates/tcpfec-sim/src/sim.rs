@@ -1,6 +1,7 @@
 //! The simulator: drives one engine ([`tcpfec_proto::Endpoint`]) per endpoint over the built network in
 //! virtual time and collects the metrics of a [`Scenario`].
 
+use crate::delivery::WriteLog;
 use crate::event::{EventKind, EventQueue};
 use crate::link::Offer;
 use crate::metrics::{jain, FlowResult, RunResult};
@@ -8,7 +9,9 @@ use crate::rng::Rng;
 use crate::scenario::{App, Scenario, Start, APP_TICK_NS, HEADER_BYTES};
 use crate::topology::Network;
 use bytes::Bytes;
+use core::time::Duration;
 use std::sync::OnceLock;
+use tcpfec_channel::DelayHistogram;
 use tcpfec_proto::{Endpoint as Engine, Instant, Packet, Stats};
 
 /// Period of the byte pattern applications send: a prime, so that no whole number of
@@ -95,6 +98,39 @@ struct FlowState {
     /// Delivery gaps inside the measurement window: count, sum and sum of squares (ns).
     gaps: (u64, f64, f64),
     last_delivery_ns: Option<u64>,
+    /// When each byte not yet read was written.
+    writes: WriteLog,
+    /// Delivery delays inside the measurement window, weighted by bytes (a
+    /// request/response flow: one per exchange), within 1 %.
+    delay: DelayHistogram,
+    /// The return stream of a request/response flow.
+    exchange: Exchange,
+}
+
+/// The state of a request/response flow ([`App::RequestResponse`]) beyond its request
+/// stream: the responses, and the exchange in progress.
+#[derive(Default)]
+struct Exchange {
+    /// When the request now answered was written; `None` between exchanges.
+    request_at: Option<u64>,
+    /// Request bytes still to write.
+    request_unwritten: u64,
+    /// Request bytes the receiver has read beyond the last whole request.
+    request_bytes_read: u64,
+    /// Response bytes owed (whole requests read, their responses not yet written).
+    response_owed: u64,
+    /// Response bytes written and read, over the whole run (the return stream's offsets).
+    response_written: u64,
+    response_read: u64,
+    /// Requests written (or being written), over the whole run.
+    requests: u64,
+}
+
+impl Exchange {
+    /// Response bytes read once every request written so far is answered.
+    fn responses_due(&self, response: u64) -> u64 {
+        self.requests * response
+    }
 }
 
 struct Simulator<'a> {
@@ -110,6 +146,8 @@ struct Simulator<'a> {
     flows: Vec<FlowState>,
     events: u64,
     packets_total: u64,
+    /// Every measured flow's delivery delays, within 0.1 %.
+    delay: DelayHistogram,
 }
 
 impl<'a> Simulator<'a> {
@@ -152,6 +190,7 @@ impl<'a> Simulator<'a> {
             flows.push(FlowState {
                 start_ns,
                 background,
+                delay: DelayHistogram::coarse(),
                 ..FlowState::default()
             });
         }
@@ -176,6 +215,7 @@ impl<'a> Simulator<'a> {
             flows,
             events: 0,
             packets_total: 0,
+            delay: DelayHistogram::new(),
         }
     }
 
@@ -219,10 +259,24 @@ impl<'a> Simulator<'a> {
     }
 
     fn snapshot(&self, flow: usize) -> Snapshot {
+        let (stats, rx) = (
+            self.endpoints[2 * flow].conn.stats(),
+            self.endpoints[2 * flow + 1].conn.stats(),
+        );
+        let data_dropped = self.flows[flow].data_dropped;
+        if matches!(self.sc.app, App::RequestResponse { .. }) && !self.flows[flow].background {
+            // Both ends send data: the counters cover both directions.
+            let both = both_directions(&stats, &rx);
+            return Snapshot {
+                stats: both,
+                rx: both,
+                data_dropped,
+            };
+        }
         Snapshot {
-            stats: self.endpoints[2 * flow].conn.stats(),
-            rx: self.endpoints[2 * flow + 1].conn.stats(),
-            data_dropped: self.flows[flow].data_dropped,
+            stats,
+            rx,
+            data_dropped,
         }
     }
 
@@ -295,7 +349,9 @@ impl<'a> Simulator<'a> {
         if !self.flows[flow].started {
             return;
         }
-        if self.endpoints[ep as usize].sender {
+        if matches!(self.sc.app, App::RequestResponse { .. }) && !self.flows[flow].background {
+            self.exchange(ep as usize, flow);
+        } else if self.endpoints[ep as usize].sender {
             self.feed_sender(ep as usize, flow);
         } else {
             self.drain_receiver(ep as usize, flow);
@@ -338,6 +394,7 @@ impl<'a> Simulator<'a> {
                     f.written += conn.write(stream_bytes(f.written, WRITE_CHUNK)) as u64;
                 }
             }
+            App::RequestResponse { .. } => unreachable!("served by `exchange`"),
             App::Rate { bps } => {
                 // Whole segments only, so the stream is not cut into runt packets.
                 let mss = self.sc.mss() as u128;
@@ -367,6 +424,7 @@ impl<'a> Simulator<'a> {
                 }
             }
         }
+        f.writes.on_write(f.written, self.now);
     }
 
     fn drain_receiver(&mut self, ep: usize, flow: usize) {
@@ -374,24 +432,23 @@ impl<'a> Simulator<'a> {
         let verify = self.sc.verify_data;
         let e = &mut self.endpoints[ep];
         let f = &mut self.flows[flow];
+        let now = self.now;
+        let mut run_delay = (!f.background).then_some(&mut self.delay);
         while let Some(chunk) = e.conn.read_chunk() {
             if verify {
-                let mut off = f.read;
-                let mut rest: &[u8] = &chunk;
-                while !rest.is_empty() {
-                    let expect = stream_bytes(off, rest.len());
-                    let n = expect.len();
-                    let bad = rest[..n]
-                        .iter()
-                        .zip(expect.iter())
-                        .filter(|(a, b)| a != b)
-                        .count();
-                    f.corrupt_bytes += bad as u64;
-                    rest = &rest[n..];
-                    off += n as u64;
-                }
+                f.corrupt_bytes += corrupt_bytes(f.read, &chunk);
             }
             f.read += chunk.len() as u64;
+            let delay = &mut f.delay;
+            let run = &mut run_delay;
+            f.writes.on_read(chunk.len() as u64, now, |ns, bytes| {
+                if in_window {
+                    delay.record(Duration::from_nanos(ns), bytes);
+                    if let Some(r) = run.as_deref_mut() {
+                        r.record(Duration::from_nanos(ns), bytes);
+                    }
+                }
+            });
             if in_window {
                 f.delivered_in_window += chunk.len() as u64;
                 // Delay jitter (Teshima, Tables 2-4): the gaps between successive
@@ -413,6 +470,76 @@ impl<'a> Simulator<'a> {
         if e.conn.peer_finished() && !e.closed_own_side {
             e.closed_own_side = true;
             e.conn.finish();
+        }
+    }
+
+    /// A request/response flow ([`App::RequestResponse`]) at endpoint `ep`: the sender
+    /// reads responses, and writes the next request once the last one is answered; the
+    /// receiver reads requests and answers each whole one.
+    fn exchange(&mut self, ep: usize, flow: usize) {
+        let App::RequestResponse { request, response } = self.sc.app else {
+            unreachable!("a request/response flow")
+        };
+        let (request, response) = (u64::from(request), u64::from(response));
+        let (now, in_window, verify) = (self.now, self.in_window(), self.sc.verify_data);
+        let e = &mut self.endpoints[ep];
+        let f = &mut self.flows[flow];
+        let x = &mut f.exchange;
+        if e.sender {
+            while let Some(chunk) = e.conn.read_chunk() {
+                if verify {
+                    f.corrupt_bytes += corrupt_bytes(x.response_read, &chunk);
+                }
+                x.response_read += chunk.len() as u64;
+                if in_window {
+                    f.delivered_in_window += chunk.len() as u64;
+                }
+            }
+            let answered = x.response_read >= x.responses_due(response);
+            if let (Some(at), true) = (x.request_at, answered) {
+                if in_window {
+                    f.delay.record(Duration::from_nanos(now - at), 1);
+                    self.delay.record(Duration::from_nanos(now - at), 1);
+                }
+                x.request_at = None;
+            }
+            if x.request_at.is_none() {
+                x.request_at = Some(now);
+                x.request_unwritten = request;
+                x.requests += 1;
+            }
+            while x.request_unwritten > 0 && e.conn.write_capacity() > 0 {
+                let want = x.request_unwritten.min(WRITE_CHUNK as u64) as usize;
+                let n = e.conn.write(stream_bytes(f.written, want)) as u64;
+                if n == 0 {
+                    break;
+                }
+                f.written += n;
+                x.request_unwritten -= n;
+            }
+        } else {
+            while let Some(chunk) = e.conn.read_chunk() {
+                if verify {
+                    f.corrupt_bytes += corrupt_bytes(f.read, &chunk);
+                }
+                f.read += chunk.len() as u64;
+                if in_window {
+                    f.delivered_in_window += chunk.len() as u64;
+                }
+                x.request_bytes_read += chunk.len() as u64;
+                let whole = x.request_bytes_read / request;
+                x.request_bytes_read -= whole * request;
+                x.response_owed += whole * response;
+            }
+            while x.response_owed > 0 && e.conn.write_capacity() > 0 {
+                let want = x.response_owed.min(WRITE_CHUNK as u64) as usize;
+                let n = e.conn.write(stream_bytes(x.response_written, want)) as u64;
+                if n == 0 {
+                    break;
+                }
+                x.response_written += n;
+                x.response_owed -= n;
+            }
         }
     }
 
@@ -459,6 +586,7 @@ impl<'a> Simulator<'a> {
         let (mut repairs, mut recovered) = (0u64, 0u64);
         let mut completions = Vec::new();
         let mut gaps = (0u64, 0.0f64, 0.0f64);
+        let mut one_way_ms = Vec::new();
         for f in 0..self.flows.len() {
             if self.flows[f].background {
                 out.background_goodput_mbps += mbps(self.flows[f].delivered_in_window);
@@ -481,6 +609,9 @@ impl<'a> Simulator<'a> {
             repairs += d_repairs;
             recovered += d_recovered;
             let st = self.endpoints[2 * f].conn.stats();
+            let (src, dst) = (self.endpoints[2 * f].node, self.endpoints[2 * f + 1].node);
+            let one_way = self.net.propagation_ns(src, dst) as f64 * 1e-6;
+            one_way_ms.push(one_way);
             let completion = fs.done_ns.map(|d| (d - fs.start_ns) as f64 * 1e-9);
             if let Some(c) = completion {
                 completions.push(c);
@@ -509,7 +640,10 @@ impl<'a> Simulator<'a> {
                 effective_recovery_rate: share(d_recovered, d_repairs),
                 jitter_mean_ms: gap_mean_ms(fs.gaps),
                 jitter_std_ms: gap_std_ms(fs.gaps),
+                delay: fs.delay.summary(),
+                one_way_delay_ms: one_way,
             });
+            out.delay_cdf.push(fs.delay.cdf());
             gaps.0 += fs.gaps.0;
             gaps.1 += fs.gaps.1;
             gaps.2 += fs.gaps.2;
@@ -533,6 +667,8 @@ impl<'a> Simulator<'a> {
         out.goodput_mbps = out.flows.iter().map(|f| f.goodput_mbps).sum();
         out.jitter_mean_ms = gap_mean_ms(gaps);
         out.jitter_std_ms = gap_std_ms(gaps);
+        out.delay = self.delay.summary();
+        out.one_way_delay_ms = one_way_ms.iter().sum::<f64>() / one_way_ms.len().max(1) as f64;
         out.throughput_mbps = out.flows.iter().map(|f| f.throughput_mbps).sum();
         out.retransmission_rate = ratio(rexmit);
         out.data_loss_rate = ratio(dropped);
@@ -548,6 +684,45 @@ impl<'a> Simulator<'a> {
         out.jain_fairness = jain(&goodputs);
         out
     }
+}
+
+/// The counters of a connection's two directions together (a request/response flow
+/// sends data both ways): each sent-side counter is `a`'s plus `b`'s, and so is each
+/// received-side one.
+fn both_directions(a: &Stats, b: &Stats) -> Stats {
+    Stats {
+        data_packets_sent: a.data_packets_sent + b.data_packets_sent,
+        retransmissions: a.retransmissions + b.retransmissions,
+        payload_bytes_sent: a.payload_bytes_sent + b.payload_bytes_sent,
+        repairs_sent: a.repairs_sent + b.repairs_sent,
+        fast_recoveries: a.fast_recoveries + b.fast_recoveries,
+        timeouts: a.timeouts + b.timeouts,
+        tail_loss_probes: a.tail_loss_probes + b.tail_loss_probes,
+        segments_received: a.segments_received + b.segments_received,
+        recovered: a.recovered + b.recovered,
+        unrecoverable_groups: a.unrecoverable_groups + b.unrecoverable_groups,
+        dupacks_suppressed: a.dupacks_suppressed + b.dupacks_suppressed,
+        ..*a
+    }
+}
+
+/// How many bytes of `chunk`, read at stream offset `offset`, differ from what the
+/// application wrote there.
+fn corrupt_bytes(mut offset: u64, chunk: &[u8]) -> u64 {
+    let mut bad = 0;
+    let mut rest = chunk;
+    while !rest.is_empty() {
+        let expect = stream_bytes(offset, rest.len());
+        let n = expect.len();
+        bad += rest[..n]
+            .iter()
+            .zip(expect.iter())
+            .filter(|(a, b)| a != b)
+            .count() as u64;
+        rest = &rest[n..];
+        offset += n as u64;
+    }
+    bad
 }
 
 /// `part / whole`, or 0 when `whole` is 0.

@@ -93,6 +93,18 @@ impl Network {
         }
     }
 
+    /// One-way propagation delay from node `src` to node `dst`, ns (no queueing, no
+    /// serialisation).
+    pub fn propagation_ns(&self, src: u32, dst: u32) -> u64 {
+        let (mut node, mut total) = (src, 0);
+        while node != dst {
+            let link = &self.links[self.route(node, dst) as usize];
+            total += link.delay_ns();
+            node = link.to;
+        }
+        total
+    }
+
     /// True if `node` is a host (has endpoints), false for a router.
     #[inline]
     pub fn is_host(&self, node: u32) -> bool {
