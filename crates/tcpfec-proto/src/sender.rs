@@ -829,6 +829,10 @@ impl Sender {
             cwnd_limited: self.cwnd_limited,
         };
         self.cc.on_ack_event(now, &ev);
+        if self.cc.ignores_low_rate_samples() {
+            let in_flight = self.in_flight_bytes();
+            self.sb.rate.on_app_limited(in_flight);
+        }
     }
 
     fn on_new_ack(&mut self, now: Instant, a: &AckInfo<'_>) {

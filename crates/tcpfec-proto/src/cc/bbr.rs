@@ -800,6 +800,9 @@ impl CongestionControl for Bbr {
     fn pacing_rate(&self) -> Option<f64> {
         Some(self.pacing_rate)
     }
+    fn ignores_low_rate_samples(&self) -> bool {
+        self.state == BbrState::ProbeRtt
+    }
     fn on_ack_event(&mut self, now: Instant, ev: &AckEvent) {
         if let Some(w) = self.recovery.on_ack(ev, self.mss) {
             self.cwnd = w;

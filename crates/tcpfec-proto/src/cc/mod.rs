@@ -117,6 +117,13 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     /// Everything one ACK told the sender, after it was processed (only called when
     /// [`CongestionControl::wants_ack_events`]).
     fn on_ack_event(&mut self, _now: Instant, _ev: &AckEvent) {}
+    /// True while the controller holds its flight down on purpose (BBR's ProbeRTT): the
+    /// delivery-rate samples of that time show the cap, not the path, and are marked
+    /// application-limited so they cannot lower the bandwidth estimate (Linux's
+    /// `bbr_update_min_rtt`; draft-ietf-ccwg-bbr's `BBRHandleProbeRTT`).
+    fn ignores_low_rate_samples(&self) -> bool {
+        false
+    }
 }
 
 /// Which window-growth rule a scheme uses.
