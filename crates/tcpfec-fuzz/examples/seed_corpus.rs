@@ -290,6 +290,20 @@ fn fec() {
         f.extend_from_slice(&s);
     }
     write("fec", "fountain-symbols", &f);
+    // The window code: 40 source packets of 100-odd bytes, every 7th lost (then arriving
+    // late), a repair over the last 10 after every 5th, every 4th repair lost.
+    let mut w = vec![0x43];
+    for i in 0..40u8 {
+        let lost = i % 7 == 3;
+        w.extend_from_slice(&[if lost { 0x80 } else { 0 }, 20 + i % 3]);
+        if i % 5 == 4 {
+            w.extend_from_slice(&[if i % 20 == 9 { 0x82 } else { 2 }, 10]);
+        }
+        if i % 9 == 8 {
+            w.push(3);
+        }
+    }
+    write("fec", "window", &w);
 }
 
 fn main() {

@@ -9,10 +9,12 @@ use tcpfec_net::params::{ClientParams, ServerParams};
 use tcpfec_net::replay::{ReplayWindow, WINDOW};
 use tcpfec_proto::fec::fountain::{parameters, FountainDecoder, FountainEncoder};
 use tcpfec_proto::fec::rs::RsCache;
+use tcpfec_proto::fec::window::{WindowDecoder, WindowEncoder};
 use tcpfec_proto::fec::xor::XorAccumulator;
 use tcpfec_proto::fec::Decoder;
 use tcpfec_proto::wire::{
     FecFeedback, FecGroup, Flags, LossCounters, Packet, RepairInfo, SackBlock, TransferInfo,
+    WindowInfo,
 };
 use tcpfec_proto::{Config, Endpoint, Instant, Scheme};
 
@@ -109,13 +111,22 @@ fn packet_from(input: &mut Input, at: &Anchors) -> Packet {
             });
         }
     }
-    if opts & 8 != 0 {
+    if opts & 8 != 0 && p.fec.is_some() {
         let total = 1 + input.u8() % 4;
         p.repair = Some(RepairInfo {
             len_xor: input.u16(),
             index: input.u8() % total,
             total,
         });
+    } else if opts & 8 != 0 {
+        // A repair of the sliding-window code, over a window starting at `seg`.
+        let count = 1 + input.u16() % 300;
+        if p.seg.checked_add(count as u64).is_some() {
+            p.window_repair = Some(WindowInfo {
+                count,
+                key: input.u16(),
+            });
+        }
     }
     if opts & 16 != 0 {
         p.fec_feedback = Some(FecFeedback {
@@ -333,7 +344,10 @@ fn scheme_transfer(s: &Scheme) {
 ///   block; arbitrary parameters and symbols never panic;
 /// * the stream receiver's group decoder: arbitrary source and repair arrivals with
 ///   arbitrary group options (groups of retransmissions too, overlapping or not) never
-///   panic, and every segment it rebuilds lies in a group it was told about.
+///   panic, and every segment it rebuilds lies in a group it was told about;
+/// * the sliding-window code: a stream's source packets, repairs over input-chosen
+///   windows, input-chosen losses and late arrivals; every segment rebuilt is the one
+///   sent, and repairs off the wire (any window, key or bytes) never panic.
 pub fn fec(data: &[u8]) {
     let mut input = Input::new(data);
     let selector = input.u8();
@@ -341,8 +355,90 @@ pub fn fec(data: &[u8]) {
         0 => fec_xor(&mut input),
         1 => fec_rs(&mut input),
         2 => fec_fountain(&mut input),
-        // The selector's bit 2 picks a decoder whose groups may overlap.
+        // Bit 6 picks the window code (later than the others: the committed inputs keep
+        // their meaning), bit 2 a group decoder whose groups may overlap.
+        _ if selector & 0x40 != 0 => fec_window(&mut input),
         _ => fec_stream_decoder(&mut input, selector & 4 != 0),
+    }
+}
+
+/// The source payload of segment `seg` in [`fec_window`]: its length from the input.
+fn window_payload(seg: u64, len: usize) -> Bytes {
+    Bytes::from(
+        (0..len)
+            .map(|i| (seg as usize * 31 + i * 7) as u8)
+            .collect::<Vec<u8>>(),
+    )
+}
+
+fn fec_window(input: &mut Input) {
+    let mut enc = WindowEncoder::default();
+    let mut dec = WindowDecoder::default();
+    let mut sent: Vec<Bytes> = Vec::new();
+    let mut have = std::collections::BTreeSet::new();
+    let mut late: Vec<u64> = Vec::new();
+    let rcv_nxt =
+        |have: &std::collections::BTreeSet<u64>| (0..).find(|n| !have.contains(n)).unwrap();
+    while !input.is_empty() && sent.len() < 2000 {
+        let op = input.u8();
+        let got = match op % 4 {
+            // A source packet, lost or not.
+            0 | 1 => {
+                let seg = sent.len() as u64;
+                let p = window_payload(seg, 1 + input.u8() as usize * 5);
+                enc.add(seg, &p);
+                sent.push(p.clone());
+                if op & 0x80 != 0 {
+                    late.push(seg);
+                    Vec::new()
+                } else {
+                    have.insert(seg);
+                    dec.on_source(seg, &p)
+                }
+            }
+            // A repair over the last packets, lost or not.
+            2 => {
+                let back = input.u8() as u64;
+                let from = (sent.len() as u64).saturating_sub(back);
+                match enc.repair(from) {
+                    Some(r) if op & 0x80 == 0 => {
+                        let n = rcv_nxt(&have);
+                        dec.on_repair(r.first, r.count, r.key, &r.payload, n)
+                    }
+                    _ => Vec::new(),
+                }
+            }
+            // A lost packet arrives late after all (a retransmission), or garbage.
+            _ => {
+                if op & 0x80 == 0 {
+                    match late.pop() {
+                        Some(seg) if !have.contains(&seg) => {
+                            have.insert(seg);
+                            dec.on_source(seg, &sent[seg as usize])
+                        }
+                        _ => Vec::new(),
+                    }
+                } else {
+                    // Off the wire: any window, key and bytes. Whatever it "rebuilds" is
+                    // not checked; the honest decoder below continues from scratch.
+                    let mut junk = WindowDecoder::default();
+                    let l = input.u8() as usize;
+                    let body = input.bytes(l).to_vec();
+                    let _ = junk.on_repair(
+                        input.u64() % 4096,
+                        input.u16(),
+                        input.u16(),
+                        &body,
+                        input.u8() as u64,
+                    );
+                    Vec::new()
+                }
+            }
+        };
+        for (seg, p) in got {
+            assert_eq!(p, sent[seg as usize], "segment {seg} rebuilt wrong");
+            assert!(have.insert(seg), "segment {seg} delivered twice");
+        }
     }
 }
 

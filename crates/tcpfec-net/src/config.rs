@@ -20,7 +20,8 @@ pub const MAX_ENGINE_PACKET: usize =
 /// a group of retransmissions), the repair option (6), the transmission number (6), and
 /// the 2 bytes of length parity a Reed-Solomon repair's payload carries beyond the
 /// longest member, 73 bytes (no scheme today combines all of them: Sato's retransmission
-/// groups take 65, `auto`'s repairs 59); 1350 + 73 = 1423 = [`MAX_ENGINE_PACKET`]. The
+/// groups take 65, `auto`'s repairs 59, its repairs of the sliding-window code 54); 1350 +
+/// 73 = 1423 = [`MAX_ENGINE_PACKET`]. The
 /// SACK blocks and FEC feedback a data packet may piggyback get no room of their own:
 /// the engine leaves out what does not fit and a pure ACK carries it
 /// (`Config::max_packet_len`). With room reserved for four SACK blocks and IPv4 only, as

@@ -1,7 +1,9 @@
 //! Connection parameters and the named schemes that select congestion behaviour.
 
 use crate::cc::CcKind;
-use crate::fec::{Adaptive, AfecParams, DynamicFec, FecConfig, GroupPolicy, TfecParams};
+use crate::fec::{
+    Adaptive, AfecParams, DynamicFec, FecConfig, GroupPolicy, StreamCode, StreamRepair, TfecParams,
+};
 use core::time::Duration;
 
 /// How lost segments are detected and repaired once duplicate ACKs arrive.
@@ -46,7 +48,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
         ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe, cubic (SACK recovery, CUBIC window), bbr or bbr1 (SACK recovery, paced BBR v3 / v1)"),
     ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
     ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
-    ("auto[-base][-tT]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a block-failure target T (default 1e-3, raised to 1/BDP on paths shorter than 1000 packets, where a failed block's extra round trip costs less than the repairs that avoid it; a given T holds everywhere, and auto-t0.01 spends less on repair and retransmits more) at the least overhead (1 % probe on a clean path), block length within a quarter of the window, half of it where that meets the target within the 1/3 repair cap, a whole one where one repair per window does; blocks close an eighth of an RTT after a flight stalls; runs of retransmissions get repairs of their own to the same target where the channel loses more than the queue; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic (docs/auto.md)"),
+    ("auto[-base][-blocks][-tT]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a block-failure target T (default 1e-3, raised to 1/BDP on paths shorter than 1000 packets, where a failed block's extra round trip costs less than the repairs that avoid it; a given T holds everywhere, and auto-t0.01 spends less on repair and retransmits more) at the least overhead (1 % probe on a clean path), block length within a quarter of the window, half of it where that meets the target within the 1/3 repair cap, a whole one where one repair per window does; blocks close an eighth of an RTT after a flight stalls; runs of retransmissions get repairs of their own to the same target where the channel loses more than the queue; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic; while the application limits the sender (a stream, interactive traffic) repairs of a sliding-window code leave by time instead, three quarters of a quarter RTT (at least 10 ms) after a packet, over it and the interval before, and BBR skips ProbeRTT; -blocks closes blocks by that time instead (docs/auto.md)"),
     ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --target-rate or --app-rate, NewReno base"),
     ("afec-raw100", "TCP-AFEC with K=100 and 100 levels (the paper's AFEC(raw100))"),
     ("tfec", "TCP-TFEC (Teshima T3): Reed-Solomon blocks of K=100, repairs from the calibrated loss-rate table (+1) at the loss measured every 5 s (gamma 0.8), window capped at target x RTT x redundancy, NewReno base"),
@@ -278,6 +280,7 @@ fn parse_fec(name: &str) -> Result<Scheme, String> {
             replay_withheld_dupacks: true,
             replay_withheld_runs: false,
             quiet_surplus_repairs: false,
+            stream: None,
             adaptive: None,
         }),
         fountain: None,
@@ -322,6 +325,7 @@ fn parse_anker(name: &str) -> Result<Scheme, String> {
             replay_withheld_dupacks: false,
             replay_withheld_runs: false,
             quiet_surplus_repairs: false,
+            stream: None,
             adaptive: None,
         }),
         fountain: None,
@@ -357,13 +361,21 @@ fn base_controller(base: &str) -> Result<(Recovery, CcKind), String> {
 /// flight at once (`docs/auto.md`).
 const AUTO_FLIGHT_END_WAIT: f64 = 0.125;
 
+/// Share of the delay budget a stream's interval waits before its repairs leave
+/// (`StreamRepair::wait_share`). A loss its own interval's repairs cannot rebuild is
+/// covered again by the next interval's, one more wait later, so two waits stay within
+/// about one and a half budgets: 0.5 met the same delay targets with 5 % more of the
+/// packets in repair, and 1.0 missed the p99 target in a third of the cells
+/// (docs/auto.md, "On time").
+const AUTO_STREAM_WAIT: f64 = 0.75;
+
 /// Parses `auto[-BASE][-tTARGET]`: Reed-Solomon blocks sized from the measured channel
 /// (`fec::auto`, docs/auto.md) over BASE's congestion control, BBR v3 by default, to a
 /// block-failure probability of TARGET (default 1e-3). Recovered losses are hidden from
 /// the controller as in Anker's schemes; blocks close at the end of a flight so the tail
 /// of a transfer is protected.
 fn parse_auto(name: &str) -> Result<Scheme, String> {
-    let usage = "write auto[-BASE][-tTARGET] (e.g. auto-bbr1, auto-t0.01)";
+    let usage = "write auto[-BASE][-blocks][-tTARGET] (e.g. auto-bbr1, auto-blocks, auto-t0.01)";
     let rest = name.strip_prefix("auto").unwrap_or_default();
     let mut p = crate::fec::auto::AutoParams::default();
     // The target may itself hold a dash (1e-4); a base never ends in "-t" and a number.
@@ -380,6 +392,12 @@ fn parse_auto(name: &str) -> Result<Scheme, String> {
             before
         }
         _ => rest,
+    };
+    // Streams protected by blocks closed early instead of the window code (the two
+    // compared in docs/auto.md, "On time").
+    let (rest, stream_code) = match rest.strip_suffix("-blocks") {
+        Some(r) => (r, StreamCode::Blocks),
+        None => (rest, StreamCode::Window),
     };
     let base = match rest.strip_prefix('-') {
         Some(b) => b,
@@ -404,6 +422,10 @@ fn parse_auto(name: &str) -> Result<Scheme, String> {
             replay_withheld_dupacks: false,
             replay_withheld_runs: true,
             quiet_surplus_repairs: true,
+            stream: Some(StreamRepair {
+                code: stream_code,
+                wait_share: AUTO_STREAM_WAIT,
+            }),
             adaptive: Some(Adaptive::Auto(p)),
         }),
         fountain: None,
@@ -445,6 +467,7 @@ fn teshima(name: &str) -> Scheme {
             replay_withheld_dupacks: false,
             replay_withheld_runs: false,
             quiet_surplus_repairs: false,
+            stream: None,
             adaptive: Some(adaptive),
         }),
         fountain: None,
@@ -487,6 +510,7 @@ fn parse_ferlin(name: &str) -> Result<Scheme, String> {
             replay_withheld_dupacks: false,
             replay_withheld_runs: false,
             quiet_surplus_repairs: false,
+            stream: None,
             adaptive,
         }),
         fountain: None,

@@ -12,7 +12,7 @@ use crate::receiver::Receiver;
 use crate::sender::{AckInfo, Outgoing, Sender};
 use crate::stats::Stats;
 use crate::time::Instant;
-use crate::wire::{Flags, Packet, WireError};
+use crate::wire::{Flags, Packet, WindowInfo, WireError};
 use bytes::Bytes;
 
 /// Where a connection is in its life.
@@ -343,6 +343,10 @@ impl Connection {
             self.receiver.on_repair(group, info, p.payload);
             return;
         }
+        if let Some(w) = p.window_repair {
+            self.receiver.on_window_repair(p.seg, w, &p.payload);
+            return;
+        }
         let occupies = p.occupies_segment();
         if p.flags.contains(Flags::ACK) {
             self.sender.on_ack(
@@ -424,6 +428,20 @@ impl Connection {
                             ..Packet::default()
                         });
                     }
+                    Some(Outgoing::WindowRepair(r)) => {
+                        return Some(Packet {
+                            conn_id: self.peer_conn_id,
+                            seg: r.first,
+                            ts_val: timestamp(now),
+                            window_repair: Some(WindowInfo {
+                                count: r.count,
+                                key: r.key,
+                            }),
+                            number: self.sender.take_number(),
+                            payload: r.payload,
+                            ..Packet::default()
+                        });
+                    }
                     None => {}
                 }
                 if self.receiver.wants_ack(now) {
@@ -482,6 +500,7 @@ impl Connection {
             sack: a.sack,
             fec: None,
             repair: None,
+            window_repair: None,
             fec_feedback: a.fec_feedback,
             transfer: None,
             number: None,

@@ -1,9 +1,10 @@
 //! The receiving half: reassembly in segment order, SACK runs, and when to acknowledge.
 
-use crate::fec::{Decoder, FecConfig};
+use crate::fec::window::WindowDecoder;
+use crate::fec::{Decoder, FecConfig, StreamCode};
 use crate::loss_runs::LossRunMeter;
 use crate::time::Instant;
-use crate::wire::{FecFeedback, FecGroup, RepairInfo, SackBlock, SackBlocks};
+use crate::wire::{FecFeedback, FecGroup, RepairInfo, SackBlock, SackBlocks, WindowInfo};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -37,6 +38,8 @@ enum Arrival {
 #[derive(Debug)]
 struct FecRx {
     decoder: Decoder,
+    /// The sliding-window code's decoder, for senders that protect streams with it.
+    window: Option<WindowDecoder>,
     cfg: FecConfig,
     /// Loss runs from the packet numbers (`auto`).
     loss_runs: Option<LossRunMeter>,
@@ -148,6 +151,10 @@ impl Receiver {
             } else {
                 Decoder::default()
             },
+            window: cfg
+                .stream
+                .filter(|s| s.code == StreamCode::Window)
+                .map(|_| WindowDecoder::default()),
             cfg,
             loss_runs: cfg.measures_loss_runs().then(LossRunMeter::default),
             holes: Vec::new(),
@@ -162,10 +169,11 @@ impl Receiver {
     pub fn fec_counts(&self) -> (u64, u64, u64, u64, u64) {
         self.fec.as_ref().map_or((0, 0, 0, 0, 0), |f| {
             let d = f.decoder.stats;
+            let w = f.window.as_ref().map(|w| w.stats).unwrap_or_default();
             (
-                d.repairs_received,
-                d.repairs_unneeded,
-                d.recovered,
+                d.repairs_received + w.repairs_received,
+                d.repairs_unneeded + w.repairs_unneeded + w.repairs_too_old,
+                d.recovered + w.recovered,
                 d.unrecoverable_groups,
                 f.dupacks_suppressed,
             )
@@ -194,7 +202,13 @@ impl Receiver {
             self.ece_latched = false;
         }
         let rebuilt = match self.fec.as_mut() {
-            Some(f) if !payload.is_empty() => f.decoder.on_source(seg, fec, &payload),
+            Some(f) if !payload.is_empty() => {
+                let mut rebuilt = f.decoder.on_source(seg, fec, &payload);
+                if let Some(w) = f.window.as_mut() {
+                    rebuilt.extend(w.on_source(seg, &payload));
+                }
+                rebuilt
+            }
             _ => Vec::new(),
         };
         let arrival = self.accept(seg, payload, fin, ts_val);
@@ -228,12 +242,30 @@ impl Receiver {
         let surplus = f.cfg.quiet_surplus_repairs && f.decoder.stats.repairs_unneeded > unneeded;
         let any = !rebuilt.is_empty();
         for (s, p) in rebuilt {
+            if let Some(w) = self.fec.as_mut().and_then(|f| f.window.as_mut()) {
+                w.on_source(s, &p); // a stream's retransmission may have been in a group
+            }
             self.on_rebuilt(s, p);
         }
         if !any && !surplus && !self.all_gaps_repairable() {
             // Recovery just became impossible: release the withheld duplicate ACKs.
             self.ack_now = true;
             self.release_suppression();
+        }
+    }
+
+    /// Handles a repair packet of the sliding-window code over `[first, first +
+    /// w.count)`. A repair that rebuilds nothing sends no ACK: the gaps it leaves are
+    /// reported by the ACKs of the segments that arrive, and the sender waits for the
+    /// repairs covering a hole before it counts SACKs above it.
+    pub fn on_window_repair(&mut self, first: u64, w: WindowInfo, payload: &[u8]) {
+        let rcv_nxt = self.rcv_nxt;
+        let Some(dec) = self.fec.as_mut().and_then(|f| f.window.as_mut()) else {
+            return;
+        };
+        let rebuilt = dec.on_repair(first, w.count, w.key, payload, rcv_nxt);
+        for (s, p) in rebuilt {
+            self.on_rebuilt(s, p);
         }
     }
 
@@ -691,6 +723,7 @@ mod tests {
             replay_withheld_dupacks: true,
             replay_withheld_runs: true,
             quiet_surplus_repairs: true,
+            stream: None,
             adaptive: None,
         });
         r

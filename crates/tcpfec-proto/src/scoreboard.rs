@@ -34,6 +34,8 @@ struct Protection {
     group: FecGroup,
     /// When the group's last repair left, once it has.
     repairs_sent: Option<Instant>,
+    /// Protected by repairs of the sliding-window code (a stream's), not by a block.
+    by_window: bool,
 }
 
 /// Outstanding segments `[una, una + len)` and their loss-recovery state.
@@ -256,6 +258,29 @@ impl Scoreboard {
         bound: u64,
         repairs_sent: Option<Instant>,
     ) {
+        self.protect_as(seg, group, bound, repairs_sent, false);
+    }
+
+    /// [`Scoreboard::protect`] by repairs of the sliding-window code: its duplicate ACKs
+    /// do not start a fast retransmit either (`una_awaits_window_repairs`).
+    pub fn protect_by_window(
+        &mut self,
+        seg: u64,
+        group: FecGroup,
+        bound: u64,
+        repairs_sent: Option<Instant>,
+    ) {
+        self.protect_as(seg, group, bound, repairs_sent, true);
+    }
+
+    fn protect_as(
+        &mut self,
+        seg: u64,
+        group: FecGroup,
+        bound: u64,
+        repairs_sent: Option<Instant>,
+        by_window: bool,
+    ) {
         if let Some(i) = self.index(seg) {
             let p = &mut self.segs[i].fec;
             let bound = p.map_or(bound, |old| old.bound.min(bound));
@@ -264,7 +289,30 @@ impl Scoreboard {
                 bound,
                 group,
                 repairs_sent,
+                by_window,
             });
+        }
+    }
+
+    /// True if the first unacknowledged segment is a hole the window code's repairs may
+    /// still rebuild: fewer than `dupthresh` segments sent after them are SACKed. Without
+    /// duplicate-ACK suppression (a stream's receiver cannot tell which repairs will come)
+    /// every segment arriving behind the hole sends a duplicate ACK, and counting them
+    /// retransmitted holes the next repair was about to rebuild.
+    pub fn una_awaits_window_repairs(&self, dupthresh: usize) -> bool {
+        self.segs.front().is_some_and(|s| {
+            !s.sacked
+                && !s.lost
+                && s.fec
+                    .is_some_and(|p| p.by_window && self.sacked_from(p.bound) < dupthresh)
+        })
+    }
+
+    /// Lowers the bound of segment `seg`'s protection to `bound`, if it is protected
+    /// (`protect`); an unprotected segment stays so.
+    pub fn lower_bound(&mut self, seg: u64, bound: u64) {
+        if let Some(p) = self.index(seg).and_then(|i| self.segs[i].fec.as_mut()) {
+            p.bound = p.bound.min(bound);
         }
     }
 

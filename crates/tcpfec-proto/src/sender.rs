@@ -3,7 +3,11 @@
 
 use crate::cc::{AckEvent, CongestionControl};
 use crate::config::{Config, Recovery};
-use crate::fec::{Controller, Encoder, FecConfig, FeedbackDelta, RepairOut, SenderTotals};
+use crate::fec::window::WindowRepair;
+use crate::fec::{
+    Controller, Encoder, FecConfig, FeedbackDelta, RepairOut, SenderTotals, StreamCode,
+    StreamRepairs,
+};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
 use crate::time::Instant;
@@ -29,8 +33,10 @@ pub(crate) struct OutSegment {
 pub(crate) enum Outgoing {
     /// A source segment.
     Segment(OutSegment),
-    /// A repair packet.
+    /// A repair packet of a block code.
     Repair(RepairOut),
+    /// A repair packet of the sliding-window code (a stream's).
+    WindowRepair(WindowRepair),
 }
 
 /// A repair packet sent and not yet passed by the cumulative ACK.
@@ -109,6 +115,14 @@ pub(crate) struct Sender {
     flush_deadline: Option<Instant>,
     /// When to close the open FEC groups because the application has given no new data.
     idle_flush_deadline: Option<Instant>,
+    /// When to close the open block of a stream (`StreamCode::Blocks`).
+    block_deadline: Option<Instant>,
+    /// A stream's repairs of the window code (`StreamCode::Window`).
+    stream: Option<StreamRepairs>,
+    /// The application limits the sender: it last ran out of data with the window open,
+    /// and the window has not stopped it since. Not the delivery-rate module's mark, which
+    /// ProbeRTT sets too.
+    app_limited: bool,
     /// The adaptive redundancy controller (dFEC, AFEC, TFEC), the last counters the peer
     /// reported, and the total of packets it reported received.
     control: Option<Controller>,
@@ -180,10 +194,13 @@ impl Sender {
     }
 
     fn build(cfg: &Config) -> Self {
-        let cc = cfg
+        let mut cc = cfg
             .scheme
             .cc
             .build(cfg.initial_window, cfg.mss, cfg.cc_seed);
+        if cfg.scheme.fec.is_some_and(|f| f.stream.is_some()) {
+            cc.spare_app_limited_flows();
+        }
         let rto_floor = rto_variance_floor(cfg, cc.as_ref());
         let event_driven = cc.wants_ack_events();
         Sender {
@@ -217,6 +234,14 @@ impl Sender {
             repairs_left: 0,
             flush_deadline: None,
             idle_flush_deadline: None,
+            block_deadline: None,
+            stream: cfg
+                .scheme
+                .fec
+                .and_then(|f| f.stream)
+                .filter(|s| s.code == StreamCode::Window)
+                .map(|_| StreamRepairs::default()),
+            app_limited: false,
             control: cfg.scheme.fec.and_then(|f| f.adaptive).map(Controller::new),
             peer_fec: FecFeedback::default(),
             peer_received: 0,
@@ -338,6 +363,8 @@ impl Sender {
             self.tlp.as_ref().and_then(|t| t.deadline()),
             self.flush_deadline,
             self.idle_flush_deadline,
+            self.block_deadline,
+            self.stream.as_ref().and_then(|s| s.deadline()),
             self.control.as_ref().and_then(|c| c.deadline()),
             self.pacing_wait.then_some(self.next_send),
             self.repair_deadline(),
@@ -357,6 +384,20 @@ impl Sender {
             if let Some((enc, _)) = self.fec.as_mut() {
                 enc.flush();
             }
+        }
+        if self.block_deadline.is_some_and(|d| d <= now) {
+            self.block_deadline = None;
+            if let Some((enc, _)) = self.fec.as_mut() {
+                enc.flush();
+            }
+        }
+        if self
+            .stream
+            .as_ref()
+            .and_then(|s| s.deadline())
+            .is_some_and(|d| d <= now)
+        {
+            self.close_stream_interval(now);
         }
         if self.flush_deadline.is_some_and(|d| d <= now) {
             self.flush_deadline = None;
@@ -503,6 +544,7 @@ impl Sender {
         let len = match &out {
             Outgoing::Segment(s) => s.payload.len(),
             Outgoing::Repair(r) => r.payload.len(),
+            Outgoing::WindowRepair(r) => r.payload.len(),
         }
         .max(1);
         // One packet's time at the pacing rate. A driver whose timer wakes late may catch
@@ -543,6 +585,9 @@ impl Sender {
         if let Some(r) = self.poll_repair(now) {
             return Some(Outgoing::Repair(r));
         }
+        if let Some(r) = self.poll_window_repair(now) {
+            return Some(Outgoing::WindowRepair(r));
+        }
         if !self.has_new_data() {
             self.cwnd_limited = false;
             if window_open {
@@ -550,11 +595,19 @@ impl Sender {
                 // flight is delivered show the application's rate, not the path's.
                 let in_flight = self.in_flight_bytes();
                 self.sb.rate.on_app_limited(in_flight);
+                self.app_limited = true;
             }
             // Out of data: if none comes for half a round trip, the open groups are closed
             // so the tail of a transfer, or a pause in a stream, is protected too. Closing
             // at once would cut a paced stream into one-packet groups.
             let ended = self.fin_requested;
+            // A stream's interval ends at once when the stream has ended; a pause leaves
+            // it open until its deadline, so that its repairs leave apart from its last
+            // packet rather than in the same loss burst (docs/auto.md, "On time").
+            if ended && self.stream.as_ref().is_some_and(|s| s.is_open()) {
+                self.close_stream_interval(now);
+                return self.poll_window_repair(now).map(Outgoing::WindowRepair);
+            }
             if let Some((enc, f)) = self.fec.as_mut() {
                 if enc.has_open_group() && ended && f.close_at_stream_end {
                     enc.flush();
@@ -568,6 +621,7 @@ impl Sender {
         }
         if !(window_open || self.force_probe) {
             self.cwnd_limited = true;
+            self.app_limited = false;
             self.arm_flush(now);
             return None;
         }
@@ -598,10 +652,32 @@ impl Sender {
         self.arm_probe(now);
         let cwr = std::mem::take(&mut self.cwr_pending);
         let cwnd = self.cc.cwnd();
+        let streaming = self.stream.is_some() && self.app_limited;
+        if self.stream.is_some() && !streaming {
+            // Bulk data again: the stream's interval ends before the blocks resume.
+            self.close_stream_interval(now);
+            if let Some(s) = self.stream.as_mut() {
+                s.restart();
+            }
+        }
         let fec = match self.fec.as_mut() {
+            Some((enc, _)) if streaming => {
+                // A stream's packets are covered by the window code, not by blocks.
+                enc.flush();
+                None
+            }
             Some((enc, _)) if !payload.is_empty() => Some(enc.add(seg, &payload, cwnd)),
             _ => None,
         };
+        if streaming {
+            let wait = self.stream_wait();
+            let longest = self.auto_control().map_or(u32::MAX, |a| a.code().k as u32);
+            let s = self.stream.as_mut().expect("streaming");
+            if s.on_sent(now, seg, &payload, wait, longest) {
+                self.close_stream_interval(now);
+            }
+        }
+        self.arm_block_deadline(now, seg);
         // FEC-aware loss detection (`Scoreboard::mark_lost_by_sack`) for the controllers
         // that model the path; window-only schemes keep RFC 6675's rule (their behaviour
         // is pinned by the regression matrix).
@@ -616,6 +692,107 @@ impl Sender {
             cwr,
             fec,
         }))
+    }
+
+    /// The time a loss may wait for its repair beyond its own arrival: a quarter of the
+    /// smoothed round trip, at least 10 ms.
+    pub fn delay_budget(&self) -> Duration {
+        (self.smoothed_rtt() / 4).max(Duration::from_millis(10))
+    }
+
+    /// How long a stream's packet may wait for its repair: `StreamRepair::wait_share` of
+    /// the delay budget (zero without stream repair).
+    fn stream_wait(&self) -> Duration {
+        let share = self
+            .fec
+            .as_ref()
+            .and_then(|(_, f)| f.stream)
+            .map_or(0.0, |s| s.wait_share);
+        self.delay_budget().mul_f64(share)
+    }
+
+    /// A stream's new block closes when its first member, `seg`, sent at `now`, has
+    /// waited [`Sender::stream_wait`] (`StreamCode::Blocks`); a closed block needs no
+    /// deadline.
+    fn arm_block_deadline(&mut self, now: Instant, seg: u64) {
+        let wait = self.stream_wait();
+        let Some((enc, f)) = self.fec.as_ref() else {
+            return;
+        };
+        if f.stream.is_none_or(|s| s.code != StreamCode::Blocks) {
+            return;
+        }
+        match enc.open_block_base() {
+            None => self.block_deadline = None,
+            Some(base) if base == seg && self.app_limited => {
+                self.block_deadline = Some(now + wait);
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// While the application limits the sender: the packets it sends within the time a
+    /// stream's packet waits for its repair (from the latest delivery rate), which bounds
+    /// a stream's block (`StreamCode::Blocks`).
+    fn stream_block(&self) -> Option<usize> {
+        let s = self.fec.as_ref()?.1.stream?;
+        if s.code != StreamCode::Blocks || !self.app_limited {
+            return None;
+        }
+        let rate = self.last_rate?.rate;
+        let wait = self.stream_wait().as_secs_f64();
+        Some((rate * wait / self.mss as f64).ceil() as usize)
+    }
+
+    /// Ends the stream's open interval: its repairs are ready to send, as many as the
+    /// channel estimate asks for its packets (`AutoControl::stream_repairs`). Its own
+    /// segments wait for the repairs of the next interval too before SACKs of later
+    /// segments can show them lost; those of the interval before have had both chances,
+    /// and are lost once segments sent after these repairs show them missing.
+    fn close_stream_interval(&mut self, now: Instant) {
+        let Some(s) = self.stream.as_mut() else {
+            return;
+        };
+        let auto = self.control.as_ref().and_then(|c| c.as_auto());
+        let Some(c) = s.close(|n| auto.map_or(1, |a| a.stream_repairs(n))) else {
+            return;
+        };
+        let group = FecGroup {
+            first: c.from,
+            count: (c.to - c.from + 1) as u16,
+            stride: 1,
+            repairs: c.repairs,
+            retransmission_group: 0,
+        };
+        let nxt = self.sb.nxt();
+        let una = self.sb.una();
+        for seg in c.from.max(una)..c.interval.max(una) {
+            self.sb.lower_bound(seg, nxt);
+        }
+        if c.repairs > 0 {
+            for seg in c.interval.max(una)..=c.to {
+                self.sb.protect_by_window(seg, group, u64::MAX, Some(now));
+            }
+        }
+    }
+
+    /// The next repair of the window code, if one is ready: it leaves at once, counts in
+    /// flight like a block's repairs, and from now on the segments it covers are lost
+    /// only once segments sent after it show them missing.
+    fn poll_window_repair(&mut self, now: Instant) -> Option<WindowRepair> {
+        let una = self.sb.una();
+        let s = self.stream.as_mut()?;
+        let r = std::iter::from_fn(|| s.pop_ready()).find(|r| r.last() >= una)?;
+        let in_flight = self.in_flight_bytes();
+        let tx = self.sb.rate.on_send(now, in_flight, true);
+        self.repairs_in_flight.push_back(RepairInFlight {
+            last: r.last(),
+            tx,
+            bytes: r.payload.len() as u64,
+            left: false,
+        });
+        self.repairs_sent += 1;
+        Some(r)
     }
 
     /// The sender is blocked by a window: if no ACK comes for a while, the open groups will
@@ -846,6 +1023,9 @@ impl Sender {
             }
         }
         let (acked, bytes) = self.sb.ack_to(now, a.ack);
+        if let Some(s) = self.stream.as_mut() {
+            s.forget_below(a.ack);
+        }
         // Interleaved groups finish out of order, so look at every entry, not the front.
         let (rate, left) = (&mut self.sb.rate, &mut self.repairs_left);
         self.repairs_in_flight.retain(|r| {
@@ -902,7 +1082,10 @@ impl Sender {
                 let w = self.cc.cwnd() + 1.0; // window inflation
                 self.cc.set_cwnd(w);
             }
-        } else if self.dupacks == self.dupthresh && self.may_enter_recovery() {
+        } else if self.dupacks == self.dupthresh
+            && self.may_enter_recovery()
+            && !self.sb.una_awaits_window_repairs(self.dupthresh as usize)
+        {
             self.enter_recovery(now);
         }
     }
@@ -1009,6 +1192,7 @@ impl Sender {
             packets_sent: self.data_packets_sent + self.repairs_sent,
             peer_received: self.peer_received,
             cwnd: self.cc.cwnd(),
+            stream_block: self.stream_block(),
         };
         let in_recovery = self.in_recovery;
         let Some(c) = self.control.as_mut() else {

@@ -35,6 +35,7 @@ const OPT_FEC_FEEDBACK: u8 = 5;
 const OPT_TRANSFER: u8 = 6;
 const OPT_NUMBER: u8 = 7;
 const OPT_FEC_BLOCK: u8 = 8;
+const OPT_WINDOW: u8 = 9;
 /// Body length of the compact FEC group option: the packet's index in its group, the
 /// group's member count and its repairs, one byte each.
 const FEC_BLOCK_LEN: usize = 3;
@@ -266,6 +267,17 @@ pub struct RepairInfo {
     pub total: u8,
 }
 
+/// What makes a packet a repair of the sliding-window code (`fec::window`): it combines
+/// the source segments `[seg, seg + count)`, `seg` being the packet's segment number, with
+/// coefficients drawn from `key`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct WindowInfo {
+    /// Segments covered, at least 1.
+    pub count: u16,
+    /// The key the coefficients are drawn from.
+    pub key: u16,
+}
+
 /// One packet, parsed. Data, acknowledgement and control travel in the same packet type;
 /// a packet with `repair` set is a repair packet (its payload is coded, not stream data).
 /// FECTCP: which block transfer a symbol belongs to and how to decode it.
@@ -335,8 +347,10 @@ pub struct Packet {
     pub sack: SackBlocks,
     /// The FEC group of this source segment, or of this repair packet.
     pub fec: Option<FecGroup>,
-    /// Set on repair packets.
+    /// Set on repair packets of a block code.
     pub repair: Option<RepairInfo>,
+    /// Set on repair packets of the sliding-window code.
+    pub window_repair: Option<WindowInfo>,
     /// FEC decoder counters, on ACKs of schemes that ask for them.
     pub fec_feedback: Option<FecFeedback>,
     /// FECTCP: the block transfer of this symbol (or of this ACK).
@@ -351,12 +365,12 @@ pub struct Packet {
 impl Packet {
     /// True if this packet occupies a segment number (carries data or FIN).
     pub fn occupies_segment(&self) -> bool {
-        self.repair.is_none() && (!self.payload.is_empty() || self.flags.contains(Flags::FIN))
+        !self.is_repair() && (!self.payload.is_empty() || self.flags.contains(Flags::FIN))
     }
 
-    /// True for a repair packet.
+    /// True for a repair packet (of either code).
     pub fn is_repair(&self) -> bool {
-        self.repair.is_some()
+        self.repair.is_some() || self.window_repair.is_some()
     }
 
     /// Length of the options area in bytes.
@@ -379,7 +393,8 @@ impl Packet {
         };
         let transfer = if self.transfer.is_some() { 18 } else { 0 };
         let number = if self.number.is_some() { 6 } else { 0 };
-        sack + mss + fec + repair + feedback + transfer + number
+        let window = if self.window_repair.is_some() { 6 } else { 0 };
+        sack + mss + fec + repair + feedback + transfer + number + window
     }
 
     /// Total encoded length in bytes.
@@ -395,12 +410,17 @@ impl Packet {
         if self.repair.is_some() && self.fec.is_none() {
             return Err(WireError::BadOption("repair packet without FEC group"));
         }
+        if self.window_repair.is_some() && (self.repair.is_some() || self.fec.is_some()) {
+            return Err(WireError::BadOption(
+                "window repair packet with a block code's options",
+            ));
+        }
         let total = self.encoded_len();
         if out.len() < total {
             return Err(WireError::BufferTooSmall);
         }
         out[0] = VERSION;
-        out[1] = if self.repair.is_some() {
+        out[1] = if self.is_repair() {
             TYPE_REPAIR
         } else {
             TYPE_SEGMENT
@@ -448,6 +468,13 @@ impl Packet {
                 out[at + 12..at + 16].copy_from_slice(&l.congestion_received.to_be_bytes());
                 at += 16;
             }
+        }
+        if let Some(w) = self.window_repair {
+            out[at] = OPT_WINDOW;
+            out[at + 1] = 4;
+            out[at + 2..at + 4].copy_from_slice(&w.count.to_be_bytes());
+            out[at + 4..at + 6].copy_from_slice(&w.key.to_be_bytes());
+            at += 6;
         }
         if let Some(n) = self.number {
             out[at] = OPT_NUMBER;
@@ -538,10 +565,22 @@ impl Packet {
             ..Packet::default()
         };
         parse_options(&buf[FIXED_HEADER_LEN..payload_start], &mut p)?;
-        if (buf[1] == TYPE_REPAIR) != p.repair.is_some() {
+        if (buf[1] == TYPE_REPAIR) != p.is_repair() {
             return Err(WireError::BadOption(
                 "repair option and packet type disagree",
             ));
+        }
+        if p.window_repair.is_some() && (p.repair.is_some() || p.fec.is_some()) {
+            return Err(WireError::BadOption(
+                "window repair packet with a block code's options",
+            ));
+        }
+        if let Some(w) = p.window_repair {
+            if p.seg.checked_add(u64::from(w.count)).is_none() {
+                return Err(WireError::BadOption(
+                    "repair window beyond the segment space",
+                ));
+            }
         }
         if p.repair.is_some() && p.fec.is_none() {
             return Err(WireError::BadOption("repair packet without FEC group"));
@@ -689,6 +728,19 @@ fn parse_options(mut opts: &[u8], p: &mut Packet) -> Result<(), WireError> {
                     }),
                 });
             }
+            OPT_WINDOW => {
+                if len != 4 || p.window_repair.is_some() {
+                    return Err(WireError::BadOption("window option length or repetition"));
+                }
+                let count = u16::from_be_bytes([body[0], body[1]]);
+                if count == 0 {
+                    return Err(WireError::BadOption("repair window of no segments"));
+                }
+                p.window_repair = Some(WindowInfo {
+                    count,
+                    key: u16::from_be_bytes([body[2], body[3]]),
+                });
+            }
             OPT_NUMBER => {
                 if len != 4 || p.number.is_some() {
                     return Err(WireError::BadOption("number option length or repetition"));
@@ -744,6 +796,7 @@ mod tests {
                 retransmission_group: 0,
             }),
             repair: None,
+            window_repair: None,
             transfer: None,
             fec_feedback: Some(FecFeedback {
                 recovered: 3,
@@ -922,5 +975,41 @@ mod tests {
         let at = FIXED_HEADER_LEN + 4 + 15 + 18 + 2;
         b[at..at + 8].copy_from_slice(&100u64.to_be_bytes());
         assert!(matches!(Packet::parse(&b), Err(WireError::BadOption(_))));
+    }
+
+    #[test]
+    fn a_window_repair_round_trips_and_stands_alone() {
+        let w = Packet {
+            conn_id: 3,
+            seg: 1000,
+            ts_val: 5,
+            window_repair: Some(WindowInfo { count: 12, key: 7 }),
+            number: Some(42),
+            payload: Bytes::from_static(&[1, 2, 3, 4]),
+            ..Packet::default()
+        };
+        let bytes = w.to_vec().unwrap();
+        assert_eq!(bytes[1], TYPE_REPAIR);
+        let back = Packet::parse(&bytes).unwrap();
+        assert_eq!(back, w);
+        assert!(back.is_repair() && !back.occupies_segment());
+        let at = option_at(&bytes, OPT_WINDOW, 4).unwrap();
+        // No segments covered.
+        let mut b = bytes.clone();
+        b[at + 2..at + 4].copy_from_slice(&0u16.to_be_bytes());
+        assert!(matches!(Packet::parse(&b), Err(WireError::BadOption(_))));
+        // A window past the end of the segment space.
+        let mut b = bytes.clone();
+        b[8..16].copy_from_slice(&(u64::MAX - 3).to_be_bytes());
+        assert!(matches!(Packet::parse(&b), Err(WireError::BadOption(_))));
+        // On a segment (type 0), or beside a block code's options.
+        let mut b = bytes;
+        b[1] = TYPE_SEGMENT;
+        assert!(matches!(Packet::parse(&b), Err(WireError::BadOption(_))));
+        let mixed = Packet {
+            fec: sample().fec,
+            ..w
+        };
+        assert!(mixed.to_vec().is_err());
     }
 }

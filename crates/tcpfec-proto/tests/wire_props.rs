@@ -5,7 +5,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use tcpfec_proto::wire::{
     FecFeedback, FecGroup, Flags, LossCounters, Packet, RepairInfo, SackBlock, SackBlocks,
-    TransferInfo,
+    TransferInfo, WindowInfo,
 };
 
 fn arb_packet() -> impl Strategy<Value = Packet> {
@@ -21,7 +21,10 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
         proptest::option::of((0u64..1 << 40, 1u16..300, 1u16..8)),
         proptest::option::of((any::<u16>(), 0u8..3)),
         proptest::option::of(any::<(u32, u32, u32, u32)>()),
-        proptest::option::of((any::<u32>(), any::<[u8; 12]>())),
+        (
+            proptest::option::of((any::<u32>(), any::<[u8; 12]>())),
+            proptest::option::of((1u16..=u16::MAX, any::<u16>())),
+        ),
     )
         .prop_map(
             |(
@@ -36,7 +39,7 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                 fec,
                 repair,
                 feedback,
-                transfer,
+                (transfer, win),
             )| {
                 let mut sack = SackBlocks::default();
                 for (start, len) in blocks {
@@ -55,6 +58,12 @@ fn arb_packet() -> impl Strategy<Value = Packet> {
                     ts_ecr,
                     mss,
                     sack,
+                    // A window repair carries no block-code option, and its window
+                    // must fit the segment space.
+                    window_repair: win
+                        .filter(|_| fec.is_none() && repair.is_none())
+                        .filter(|&(count, _)| seg.checked_add(u64::from(count)).is_some())
+                        .map(|(count, key)| WindowInfo { count, key }),
                     fec: fec
                         .or(repair.map(|_| (0, 1, 1)))
                         .map(|(first, count, stride)| FecGroup {

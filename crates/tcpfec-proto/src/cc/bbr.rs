@@ -133,6 +133,9 @@ pub struct Bbr {
     // ProbeRTT.
     probe_rtt_done_stamp: Option<Instant>,
     probe_rtt_round_done: bool,
+    /// Skip ProbeRTT while the application limits the sender
+    /// (`CongestionControl::spare_app_limited_flows`).
+    spare_app_limited: bool,
     prior_cwnd: f64,
     recovery: RecoveryState,
     rng: u64,
@@ -192,6 +195,7 @@ impl Bbr {
             loss_events_in_round: 0,
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
+            spare_app_limited: false,
             prior_cwnd: 0.0,
             recovery: RecoveryState::default(),
             rng: seed ^ 0x9e37_79b9_7f4a_7c15,
@@ -663,8 +667,9 @@ impl Bbr {
             .max(self.min_pipe_cwnd())
     }
 
-    fn check_probe_rtt(&mut self, ev: &AckEvent, now: Instant) {
-        if self.state != BbrState::ProbeRtt && self.probe_rtt_expired {
+    fn check_probe_rtt(&mut self, ev: &AckEvent, now: Instant, app_limited: bool) {
+        let spared = self.spare_app_limited && app_limited;
+        if self.state != BbrState::ProbeRtt && self.probe_rtt_expired && !spared {
             self.prior_cwnd = self.save_cwnd();
             self.set_state(BbrState::ProbeRtt);
             self.probe_rtt_done_stamp = None;
@@ -803,6 +808,9 @@ impl CongestionControl for Bbr {
     fn ignores_low_rate_samples(&self) -> bool {
         self.state == BbrState::ProbeRtt
     }
+    fn spare_app_limited_flows(&mut self) {
+        self.spare_app_limited = true;
+    }
     fn on_ack_event(&mut self, now: Instant, ev: &AckEvent) {
         if let Some(w) = self.recovery.on_ack(ev, self.mss) {
             self.cwnd = w;
@@ -816,7 +824,7 @@ impl CongestionControl for Bbr {
             self.check_drain_done(ev, now);
             self.update_probe_bw_cycle_phase(&rs, ev, now);
             self.update_min_rtt(rs.rtt.or(ev.rtt), now);
-            self.check_probe_rtt(ev, now);
+            self.check_probe_rtt(ev, now, rs.app_limited);
             self.advance_latest_delivery_signals(&rs);
             self.bound_bw_for_model();
         } else {

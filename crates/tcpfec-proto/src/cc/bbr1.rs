@@ -63,6 +63,9 @@ pub struct Bbr1 {
     cycle_stamp: Instant,
     probe_rtt_done_stamp: Option<Instant>,
     probe_rtt_round_done: bool,
+    /// Skip ProbeRTT while the application limits the sender
+    /// (`CongestionControl::spare_app_limited_flows`).
+    spare_app_limited: bool,
     prior_cwnd: f64,
     recovery: RecoveryState,
     rng: u64,
@@ -97,6 +100,7 @@ impl Bbr1 {
             cycle_stamp: Instant::ZERO,
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
+            spare_app_limited: false,
             prior_cwnd: 0.0,
             recovery: RecoveryState::default(),
             rng: seed ^ 0x2545_f491_4f6c_dd1d,
@@ -227,7 +231,8 @@ impl Bbr1 {
                 self.min_rtt_stamp = now;
             }
         }
-        if expired && self.state != Bbr1State::ProbeRtt {
+        let spared = self.spare_app_limited && ev.sample.is_some_and(|s| s.app_limited);
+        if expired && self.state != Bbr1State::ProbeRtt && !spared {
             self.prior_cwnd = self.save_cwnd();
             self.state = Bbr1State::ProbeRtt;
             self.pacing_gain = 1.0;
@@ -328,6 +333,9 @@ impl CongestionControl for Bbr1 {
     }
     fn ignores_low_rate_samples(&self) -> bool {
         self.state == Bbr1State::ProbeRtt
+    }
+    fn spare_app_limited_flows(&mut self) {
+        self.spare_app_limited = true;
     }
     fn on_ack_event(&mut self, now: Instant, ev: &AckEvent) {
         if let Some(w) = self.recovery.on_ack(ev, self.mss) {

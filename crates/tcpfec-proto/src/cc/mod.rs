@@ -124,6 +124,14 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     fn ignores_low_rate_samples(&self) -> bool {
         false
     }
+    /// From now on, do not hold the flight down to re-measure the path's round trip
+    /// (BBR's ProbeRTT) while the application limits the sender. ProbeRTT drains the
+    /// queue a flow built itself; a flow sending less than its path carries builds none,
+    /// so its round-trip samples already measure the path, and the cap only delays its
+    /// data (a stream's packets waited up to a round trip every 5 s). For `auto`, whose
+    /// streams are meant to arrive on time; the `bbr` and `bbr1` schemes keep Linux's
+    /// behaviour.
+    fn spare_app_limited_flows(&mut self) {}
 }
 
 /// Which window-growth rule a scheme uses.

@@ -30,6 +30,9 @@ pub(crate) struct SenderTotals {
     pub peer_received: u64,
     /// Congestion window, packets.
     pub cwnd: f64,
+    /// While the application limits the sender (a stream): the packets it sends within
+    /// the time an open block may wait for its repairs, which bounds the block.
+    pub stream_block: Option<usize>,
 }
 
 /// What the sender must do after an event.
@@ -106,15 +109,17 @@ impl Controller {
                 ..Reaction::default()
             },
             Controller::Afec(_) => Reaction::default(),
-            Controller::Auto(a) => match a.on_feedback(fb, totals.cwnd) {
-                // The code sizes every block from here on (the sizing caps M at 254).
-                Some(code) => Reaction {
-                    policy: Some(GroupPolicy::Static(code.k as u16)),
-                    repairs: Some(code.m as u8),
-                    ..Reaction::default()
-                },
-                None => Reaction::default(),
-            },
+            Controller::Auto(a) => {
+                match a.on_feedback_bounded(fb, totals.cwnd, totals.stream_block) {
+                    // The code sizes every block from here on (the sizing caps M at 254).
+                    Some(code) => Reaction {
+                        policy: Some(GroupPolicy::Static(code.k as u16)),
+                        repairs: Some(code.m as u8),
+                        ..Reaction::default()
+                    },
+                    None => Reaction::default(),
+                }
+            }
         }
     }
 

@@ -308,6 +308,11 @@ impl Encoder {
         }
     }
 
+    /// The first segment of the open block of first transmissions, if one is open.
+    pub fn open_block_base(&self) -> Option<u64> {
+        self.block.as_ref().map(|b| b.base)
+    }
+
     /// True if a group is open (a flush would produce repairs).
     pub fn has_open_group(&self) -> bool {
         self.block.is_some() || self.retransmissions.is_some()

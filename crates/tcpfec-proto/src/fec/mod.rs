@@ -12,12 +12,15 @@ pub mod fountain;
 pub mod policy;
 pub mod rs;
 pub mod sizing;
+mod stream;
 pub mod tfec;
+pub mod window;
 pub mod xor;
 
 pub use afec::AfecParams;
 pub(crate) use controller::{Controller, FeedbackDelta, SenderTotals};
 pub use decoder::{Decoder, DecoderStats, Rebuilt};
 pub(crate) use encoder::{Encoder, RepairOut};
-pub use policy::{Adaptive, DynamicFec, FecConfig, GroupPolicy};
+pub use policy::{Adaptive, DynamicFec, FecConfig, GroupPolicy, StreamCode, StreamRepair};
+pub(crate) use stream::StreamRepairs;
 pub use tfec::TfecParams;

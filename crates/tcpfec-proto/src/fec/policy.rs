@@ -100,6 +100,10 @@ pub struct FecConfig {
     /// the goodput at 50 Mb/s / RTT 20 ms / 1 % loss. `auto` only: the seed schemes keep
     /// the behaviour their reproductions were made with.
     pub quiet_surplus_repairs: bool,
+    /// Repair on time for streams: while the application limits the sender, repairs
+    /// leave by time (a share of the delay budget after a packet) rather than by count
+    /// (`auto` only; docs/auto.md, "On time").
+    pub stream: Option<StreamRepair>,
     /// A redundancy controller that changes the groups during the connection.
     pub adaptive: Option<Adaptive>,
 }
@@ -109,6 +113,27 @@ impl FecConfig {
     pub fn measures_loss_runs(&self) -> bool {
         self.adaptive.is_some_and(|a| a.measures_loss_runs())
     }
+}
+
+/// How a stream's repairs are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamCode {
+    /// Repairs of the sliding-window code over the packets of the last two intervals
+    /// (`fec::stream`, `fec::window`).
+    Window,
+    /// Blocks of the bulk code closed early: a stream's open block closes when the wait
+    /// is over, however few members it has.
+    Blocks,
+}
+
+/// Repair on time for streams.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StreamRepair {
+    /// The code.
+    pub code: StreamCode,
+    /// How long a packet waits for its repair at most, as a share of the delay budget
+    /// (`Sender::delay_budget`).
+    pub wait_share: f64,
 }
 
 /// The adaptive redundancy controllers.

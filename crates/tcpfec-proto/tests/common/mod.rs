@@ -56,12 +56,20 @@ impl Pair {
     /// Moves to the next arrival or timer and delivers or fires what is due there;
     /// false when nothing is pending.
     pub fn step(&mut self) -> bool {
+        self.step_until(u64::MAX)
+    }
+
+    /// [`Pair::step`], but no later than `limit` (an application's next write): at
+    /// `limit` it delivers or fires what is due, if anything. False when nothing is
+    /// pending and the limit is unbounded.
+    pub fn step_until(&mut self, limit: u64) -> bool {
         let next = self
             .wire
             .iter()
             .map(|w| w.0)
             .chain(self.client.poll_timeout().map(|i| i.0))
             .chain(self.server.poll_timeout().map(|i| i.0))
+            .chain((limit != u64::MAX).then_some(limit))
             .min();
         let Some(next) = next else { return false };
         self.now = self.now.max(next);
