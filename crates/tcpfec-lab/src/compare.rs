@@ -24,9 +24,9 @@ pub struct Row {
     pub ratio: f64,
 }
 
-/// Whether smaller values of `metric` are better.
+/// Whether smaller values of `metric` are better: completion times and delays.
 pub fn lower_is_better(metric: &str) -> bool {
-    metric.starts_with("completion_time")
+    metric.starts_with("completion_time") || metric.starts_with("delay_")
 }
 
 /// The comparison rows of one figure: `compared` against the best of `series` at each of

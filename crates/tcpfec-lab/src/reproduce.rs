@@ -33,6 +33,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "adaptive",
         include_str!("../../../experiments/adaptive.toml"),
     ),
+    ("latency", include_str!("../../../experiments/latency.toml")),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -47,6 +48,9 @@ struct Experiment {
     figure: Vec<Figure>,
     #[serde(default)]
     claim: Vec<Claim>,
+    /// Check this scheme's delivery delay against the on-time targets at every point of
+    /// the delay figures (`crate::targets`).
+    delay_targets: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -760,6 +764,25 @@ fn write_outputs(
         let _ = writeln!(report, "\n{md}");
         std::fs::write(out.join("compare.csv"), csv).map_err(|e| e.to_string())?;
     }
+    if let Some(scheme) = &exp.delay_targets {
+        let mut rows = Vec::new();
+        for (fig, fcells) in exp.figure.iter().zip(cells) {
+            if !fig.metric.starts_with("delay_") {
+                continue;
+            }
+            for c in fcells.iter().filter(|c| &c.series == scheme) {
+                rows.push(crate::targets::row(&crate::targets::Point {
+                    figure: &fig.id,
+                    x: &c.x,
+                    scenario: &c.scenario,
+                    runs: c.runs.iter().map(|&i| &records[i]).collect(),
+                }));
+            }
+        }
+        let (md, csv) = crate::targets::section(scheme, &rows);
+        let _ = writeln!(report, "\n{md}");
+        std::fs::write(out.join("targets.csv"), csv).map_err(|e| e.to_string())?;
+    }
     let _ = writeln!(report, "\n{fig_md}");
     std::fs::write(out.join("report.md"), report).map_err(|e| e.to_string())?;
     println!("wrote {}/report.md, figures and CSV files", out.display());
@@ -843,7 +866,8 @@ fn figure_outputs(
         series.push((label, pts));
     }
     std::fs::write(out.join(format!("{}.csv", fig.id)), csv).map_err(|e| e.to_string())?;
-    let y_log = fig.metric == "goodput_mbps";
+    // Goodputs and delays span orders of magnitude between schemes.
+    let y_log = fig.metric == "goodput_mbps" || fig.metric.starts_with("delay_");
     let axes = ChartAxes {
         x_desc: &fig.x_label,
         y_desc: &fig.y_label,
