@@ -7,9 +7,11 @@ use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tcpfec_channel::DelaySummary;
 use tcpfec_net::perf::client::{self, Connector, Interval, IntervalStream, Options, Report};
 use tcpfec_net::perf::control::{SideEnd, StreamEnd};
 use tcpfec_net::perf::server::{self, Event};
+use tcpfec_net::perf::timed::{Pattern, HEADER, MAX_MESSAGE};
 use tcpfec_net::perf::{kernel_tcp, Transport};
 use tcpfec_net::{Endpoint, EndpointConfig, DEFAULT_SCHEME};
 use tcpfec_proto::Scheme;
@@ -21,7 +23,9 @@ pub const DEFAULT_PORT: u16 = 5201;
 #[derive(Args)]
 #[command(
     override_usage = "tcpfec perf --server [--listen ADDR] [OPTIONS]\n       \
-                             tcpfec perf HOST[:PORT] [-t SECONDS | -n BYTES] [-P STREAMS] [-R] [--tcp | --compare] [OPTIONS]"
+                             tcpfec perf HOST[:PORT] [-t SECONDS | -n BYTES] [-P STREAMS] [-R] [--tcp | --compare] [OPTIONS]\n       \
+                             tcpfec perf HOST[:PORT] -b RATE [-l SIZE] ...   (a paced stream: delivery delay)\n       \
+                             tcpfec perf HOST[:PORT] --rr [-l SIZE] ...      (request/response: round trips)"
 )]
 pub struct PerfArgs {
     /// The server to test against (port 5201 if none is given).
@@ -60,6 +64,28 @@ pub struct PerfArgs {
     /// Reverse: the server sends, the client receives.
     #[arg(short = 'R', long)]
     reverse: bool,
+    /// An application-limited stream instead of bulk data (iperf3's --bitrate): messages
+    /// of -l bytes at this rate per stream (e.g. 4M or 4mbit, 500k), each stamped as it is
+    /// written. The receiver reports their delivery delay, the time from a message's
+    /// write to the read of its last byte, per interval and at the end: exact where both
+    /// ends share a clock (one host: loopback, the relay, `tcpfec emu`), across hosts
+    /// above the smallest delay seen (the report says which).
+    #[arg(
+        short = 'b',
+        long = "bitrate",
+        value_name = "RATE",
+        conflicts_with = "rr"
+    )]
+    bitrate: Option<String>,
+    /// Request/response exchanges instead of bulk data (netperf's TCP_RR): a request of
+    /// -l bytes, answered with as many, the next request once the answer is read; the
+    /// client reports the round trips' percentiles. One stream, client first.
+    #[arg(long)]
+    rr: bool,
+    /// Bytes per message of -b (16 to 1 MiB; default 1K = 1000) or per request and
+    /// response of --rr (1 to 1 MiB; default 100).
+    #[arg(short = 'l', long = "length", value_name = "SIZE")]
+    length: Option<String>,
     /// Seconds between interval lines.
     #[arg(short = 'i', long, default_value_t = 1.0, value_name = "SECONDS")]
     interval: f64,
@@ -108,6 +134,7 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
         .as_deref()
         .map(|b| parse_bytes(b).map_err(|e| format!("-n: {e}")))
         .transpose()?;
+    let pattern = pattern(&a, bytes.is_some())?;
     if bytes.is_none() && !(a.seconds > 0.0 && a.seconds <= server::MAX_SECONDS) {
         return Err("-t: give seconds above 0, at most a day".into());
     }
@@ -120,6 +147,7 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
         streams: a.streams,
         reverse: a.reverse,
         interval: a.interval,
+        pattern,
     };
     let tcp_only = a.tcp;
     let key = if tcp_only {
@@ -219,6 +247,73 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
     })
 }
 
+/// The test's pattern from -b, --rr and -l, refusing what cannot run together.
+fn pattern(a: &PerfArgs, by_bytes: bool) -> Result<Pattern, String> {
+    let length = |default: u64, least: u32| -> Result<u32, String> {
+        let n = match &a.length {
+            Some(l) => tcpfec_channel::units::parse_size(l).map_err(|e| format!("-l: {e}"))?,
+            None => default,
+        };
+        if n < least as u64 || n > MAX_MESSAGE as u64 {
+            return Err(format!(
+                "-l: {n} bytes; give {least} to {MAX_MESSAGE} (1 MiB){}",
+                if least > 1 {
+                    " (a message carries its number and send time)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        Ok(n as u32)
+    };
+    if a.rr {
+        if a.reverse || a.streams != 1 || by_bytes {
+            return Err(
+                "--rr: one stream, client first, for a time (not with -R, -P or -n)".into(),
+            );
+        }
+        return Ok(Pattern::Exchange {
+            length: length(100, 1)?,
+        });
+    }
+    if let Some(b) = &a.bitrate {
+        let bitrate = parse_bitrate(b).map_err(|e| format!("-b: {e}"))?;
+        return Ok(Pattern::Paced {
+            bitrate,
+            length: length(1000, HEADER)?,
+        });
+    }
+    if a.length.is_some() {
+        return Err("-l: the message size of -b or --rr; bulk tests write 128 KiB".into());
+    }
+    Ok(Pattern::Bulk)
+}
+
+/// Parses a rate as iperf3 writes it (`4M`, `500k`, `1G`, bits per second, SI) or as
+/// the simulator does (`4mbit`); above zero.
+fn parse_bitrate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let scaled = match t.char_indices().last() {
+        Some((i, c)) if "kKmMgG".contains(c) => {
+            let scale = match c.to_ascii_lowercase() {
+                'k' => 1e3,
+                'm' => 1e6,
+                _ => 1e9,
+            };
+            t[..i].parse::<f64>().ok().map(|v| v * scale)
+        }
+        _ => t.parse::<f64>().ok(),
+    };
+    let bps = match scaled {
+        Some(v) => v,
+        None => tcpfec_channel::units::parse_rate(t)? as f64,
+    };
+    if !(bps.is_finite() && bps > 0.0) {
+        return Err(format!("'{s}': give a rate above 0 (e.g. 4M, 4mbit)"));
+    }
+    Ok(bps)
+}
+
 /// Runs one test, printing its lines as they come unless JSON is wanted.
 async fn one_run(
     c: &Connector<'_>,
@@ -237,16 +332,26 @@ async fn one_run(
                 ""
             }
         );
-        println!("{}", header());
+        println!("{}", header(opts.pattern));
     }
     let streams = opts.streams;
     let mut on_interval = |iv: &Interval| {
         if json_out {
             return;
         }
+        let delay = |i: Option<usize>| {
+            let d = iv.delays.as_ref()?;
+            match i {
+                Some(i) => d.streams.get(i).copied().flatten(),
+                None => d.all,
+            }
+        };
         if streams > 1 {
             for (i, s) in iv.streams.iter().enumerate() {
-                println!("{}", interval_line(&format!("{:>3}", i + 1), iv, s));
+                println!(
+                    "{}",
+                    interval_line(&format!("{:>3}", i + 1), iv, s, delay(Some(i)))
+                );
             }
         }
         let label = if streams > 1 {
@@ -254,7 +359,7 @@ async fn one_run(
         } else {
             "  1".into()
         };
-        println!("{}", interval_line(&label, iv, &iv.sum()));
+        println!("{}", interval_line(&label, iv, &iv.sum(), delay(None)));
     };
     let r = client::run(c, server, opts, &mut on_interval)
         .await
@@ -265,14 +370,29 @@ async fn one_run(
     Ok(r)
 }
 
-fn header() -> String {
+fn header(pattern: Pattern) -> String {
+    let delay = match pattern {
+        Pattern::Bulk => "",
+        Pattern::Paced { .. } => "  Delay p50 / p99",
+        Pattern::Exchange { .. } => "  Round trip p50 / p99",
+    };
     format!(
-        "[ ID] {:<17} {:>13} {:>16} {:>6} {:>7} {:>7} {:>9}  {}",
+        "[ ID] {:<17} {:>13} {:>16} {:>6} {:>7} {:>7} {:>9}  {:<24}{delay}",
         "Interval", "Transfer", "Bitrate", "Retr", "Repair", "FEC-rec", "RTT", "Cwnd / pacing"
     )
 }
 
-fn interval_line(id: &str, iv: &Interval, s: &IntervalStream) -> String {
+/// "p50 / p99 ms" of a delay summary.
+fn delay_cell(d: &DelaySummary) -> String {
+    format!("{:.1} / {:.1} ms", d.p50_ms, d.p99_ms)
+}
+
+fn interval_line(
+    id: &str,
+    iv: &Interval,
+    s: &IntervalStream,
+    delay: Option<DelaySummary>,
+) -> String {
     let secs = (iv.end - iv.start).max(1e-9);
     let window = match (s.cwnd_bytes, s.pacing_bps) {
         (Some(c), Some(p)) => format!("{} / {}", size(c as f64), rate(p)),
@@ -291,7 +411,10 @@ fn interval_line(id: &str, iv: &Interval, s: &IntervalStream) -> String {
         s.recovered,
         s.rtt_us
             .map_or("-".into(), |r| format!("{:.1} ms", r as f64 / 1e3)),
-        window
+        match delay {
+            Some(d) => format!("{window:<24}  {}", delay_cell(&d)),
+            None => window,
+        }
     )
 }
 
@@ -351,19 +474,49 @@ fn summary(r: &Report) -> String {
             "note: the receiver read {rb} bytes of the {sb} sent (the test ended early)\n"
         ));
     }
+    if let Some(d) = r.delays().and_then(|d| d.all.map(|a| (a, d.clock.clone()))) {
+        let (a, clock) = d;
+        let (what, unit) = match r.hello.pattern {
+            Pattern::Exchange { .. } => ("Round trip", "exchanges"),
+            _ if clock == "relative" => (
+                "Delivery delay above the smallest seen (the hosts' clocks differ)",
+                "messages",
+            ),
+            _ => ("Delivery delay (write to read, one clock)", "messages"),
+        };
+        out.push_str(&format!(
+            "{what}: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, p99.9 {:.1} ms, max {:.1} ms over {} {unit}\n",
+            a.p50_ms, a.p90_ms, a.p99_ms, a.p999_ms, a.max_ms, a.weight
+        ));
+    }
     out
 }
 
 /// The `--compare` table: one row per transport.
 fn compare_table(reports: &[Report]) -> String {
+    let delays = reports.iter().any(|r| r.delays().is_some());
     let mut out = format!(
-        "{:<24} {:>14} {:>10} {:>8} {:>8} {:>8} {:>11}\n",
-        "transport", "goodput", "seconds", "retr", "repair", "fec-rec", "timeouts"
+        "{:<24} {:>14} {:>10} {:>8} {:>8} {:>8} {:>11}{}\n",
+        "transport",
+        "goodput",
+        "seconds",
+        "retr",
+        "repair",
+        "fec-rec",
+        "timeouts",
+        if delays {
+            "  delay p50 / p99 / p99.9 [ms]"
+        } else {
+            ""
+        }
     );
     for r in reports {
         let (rb, rs) = side_total(&r.receiver);
+        let delay = r.delays().and_then(|d| d.all).map_or(String::new(), |a| {
+            format!("  {:.1} / {:.1} / {:.1}", a.p50_ms, a.p99_ms, a.p999_ms)
+        });
         out.push_str(&format!(
-            "{:<24} {:>14} {:>10.2} {:>8} {:>8} {:>8} {:>11}\n",
+            "{:<24} {:>14} {:>10.2} {:>8} {:>8} {:>8} {:>11}{delay}\n",
             r.transport.label(),
             rate(rb as f64 * 8.0 / rs.max(1e-9)),
             rs,
@@ -391,13 +544,18 @@ pub fn report_json(r: &Report) -> Value {
         .intervals
         .iter()
         .map(|iv| {
+            let delays = iv.delays.as_ref();
             let streams: Vec<Value> = iv
                 .streams
                 .iter()
                 .enumerate()
-                .map(|(i, s)| interval_json(i as i64 + 1, iv, s, client_sends))
+                .map(|(i, s)| {
+                    let d = delays.and_then(|d| d.streams.get(i).copied().flatten());
+                    interval_json(i as i64 + 1, iv, s, client_sends, d)
+                })
                 .collect();
-            json!({ "streams": streams, "sum": interval_json(0, iv, &iv.sum(), client_sends) })
+            let all = delays.and_then(|d| d.all);
+            json!({ "streams": streams, "sum": interval_json(0, iv, &iv.sum(), client_sends, all) })
         })
         .collect();
     let end_stream = |socket: usize, e: &StreamEnd, sender: bool| {
@@ -457,7 +615,7 @@ pub fn report_json(r: &Report) -> Value {
                 "blocks": 0,
                 "reverse": u8::from(r.hello.reverse),
             },
-            "tcpfec": { "transport": r.transport.label() },
+            "tcpfec": { "transport": r.transport.label(), "pattern": r.hello.pattern },
         },
         "intervals": intervals,
         "end": {
@@ -486,15 +644,55 @@ pub fn report_json(r: &Report) -> Value {
             },
             "sender_tcp_congestion": cc,
             "receiver_tcp_congestion": cc,
-            "tcpfec": {
-                "sender_bytes_per_cpu_second": bytes_per_cpu_second(&r.sender, sb),
-                "receiver_bytes_per_cpu_second": bytes_per_cpu_second(&r.receiver, rb),
-            },
+            "tcpfec": end_tcpfec(r, sb, rb),
         },
     })
 }
 
-fn interval_json(socket: i64, iv: &Interval, s: &IntervalStream, sender: bool) -> Value {
+/// `end.tcpfec`: bytes per CPU-second, and the delays of a delay test.
+fn end_tcpfec(r: &Report, sb: u64, rb: u64) -> Value {
+    let mut v = json!({
+        "sender_bytes_per_cpu_second": bytes_per_cpu_second(&r.sender, sb),
+        "receiver_bytes_per_cpu_second": bytes_per_cpu_second(&r.receiver, rb),
+    });
+    if let Some(d) = r.delays() {
+        let (key, count) = match r.hello.pattern {
+            Pattern::Exchange { .. } => ("round_trip_ms", "exchanges"),
+            _ => ("delivery_delay_ms", "messages"),
+        };
+        let mut dv = delay_json(d.all.as_ref(), count);
+        dv["clock"] = json!(d.clock);
+        dv["streams"] = json!(d
+            .streams
+            .iter()
+            .map(|s| delay_json(s.as_ref(), count))
+            .collect::<Vec<_>>());
+        v[key] = dv;
+    }
+    v
+}
+
+/// A delay summary as JSON: its percentiles in ms and how many delays it counts (`null`
+/// percentiles if it counts none).
+fn delay_json(d: Option<&DelaySummary>, count: &str) -> Value {
+    let mut v = json!({
+        "p50": d.map(|d| d.p50_ms),
+        "p90": d.map(|d| d.p90_ms),
+        "p99": d.map(|d| d.p99_ms),
+        "p999": d.map(|d| d.p999_ms),
+        "max": d.map(|d| d.max_ms),
+    });
+    v[count] = json!(d.map_or(0, |d| d.weight));
+    v
+}
+
+fn interval_json(
+    socket: i64,
+    iv: &Interval,
+    s: &IntervalStream,
+    sender: bool,
+    delay: Option<DelaySummary>,
+) -> Value {
     let secs = iv.end - iv.start;
     let mut v = json!({
         "start": iv.start,
@@ -517,6 +715,9 @@ fn interval_json(socket: i64, iv: &Interval, s: &IntervalStream, sender: bool) -
     }
     if let Some(r) = s.rtt_us {
         v["rtt"] = json!(r);
+    }
+    if let Some(d) = delay {
+        v["tcpfec_delay_ms"] = delay_json(Some(&d), "count");
     }
     v
 }
@@ -584,8 +785,15 @@ fn server_event(e: &Event, json_out: bool) {
                     "streams": hello.streams, "reverse": hello.reverse, "seconds": hello.seconds, "bytes": hello.bytes})
                 );
             } else {
+                let what = match hello.pattern {
+                    Pattern::Bulk => String::new(),
+                    Pattern::Paced { bitrate, length } => {
+                        format!(" of {length}-byte messages at {}", rate(bitrate))
+                    }
+                    Pattern::Exchange { length } => format!(" of {length}-byte exchanges"),
+                };
                 eprintln!(
-                    "{peer}: {transport} test, {} stream(s), {}, {}",
+                    "{peer}: {transport} test, {} stream(s){what}, {}, {}",
                     hello.streams,
                     if hello.reverse {
                         "server sends"

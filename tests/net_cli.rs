@@ -523,6 +523,81 @@ fn failure(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// A delay test refused before anything runs: exit code 2 and one line naming the flag.
+fn refused_at_once(args: &[&str], flag: &str) {
+    let o = bin().args(args).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{args:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(flag), "{args:?}: {err}");
+}
+
+#[test]
+fn perf_delay_tests_refuse_what_cannot_run() {
+    let base = ["perf", "127.0.0.1:9", "--insecure"];
+    let with = |more: &[&'static str]| [&base[..], more].concat();
+    refused_at_once(&with(&["-b", "0"]), "-b");
+    refused_at_once(&with(&["-b", "fast"]), "-b");
+    refused_at_once(&with(&["-b", "4M", "-l", "8"]), "-l");
+    refused_at_once(&with(&["-b", "4M", "-l", "2MiB"]), "-l");
+    refused_at_once(&with(&["--rr", "-R"]), "--rr");
+    refused_at_once(&with(&["--rr", "-P", "2"]), "--rr");
+    refused_at_once(&with(&["--rr", "-n", "1MB"]), "--rr");
+    refused_at_once(&with(&["-l", "100"]), "-l");
+}
+
+#[test]
+fn perf_delay_tests_count_their_messages_and_exchanges() {
+    let (dir, key, _) = keyed_scratch("perf-delay");
+    let (mut server, addr) = start_perf_server(&key);
+    // A paced stream, each way and over kernel TCP: 4 Mb/s of 1000-byte messages for
+    // 2 s is 1000 messages, every one of them received and timed.
+    for args in [
+        &["-b", "4M", "-l", "1000", "-t", "2", "-i", "0.5"][..],
+        &["-b", "4M", "-l", "1000", "-t", "2", "-R"][..],
+        &["-b", "4mbit", "-l", "1000", "-t", "2", "--tcp"][..],
+    ] {
+        let v = perf_json(&addr, &key, args);
+        let end = &v["end"];
+        assert_eq!(u(&end["sum_sent"]["bytes"]), 1_000_000, "{args:?}");
+        assert_eq!(u(&end["sum_received"]["bytes"]), 1_000_000, "{args:?}");
+        let d = &end["tcpfec"]["delivery_delay_ms"];
+        assert_eq!(u(&d["messages"]), 1000, "{args:?}: {d}");
+        assert_eq!(d["clock"], "shared", "{args:?}");
+        let (p50, p99, max) = (
+            d["p50"].as_f64().unwrap(),
+            d["p99"].as_f64().unwrap(),
+            d["max"].as_f64().unwrap(),
+        );
+        // Loopback: well under a second, and ordered.
+        assert!(
+            0.0 <= p50 && p50 <= p99 && p99 <= max && max < 1000.0,
+            "{d}"
+        );
+        // The sender ran 2 s at 4 Mb/s: its rate is the schedule's.
+        let bps = end["sum_sent"]["bits_per_second"].as_f64().unwrap();
+        assert!((3.0e6..4.5e6).contains(&bps), "{args:?}: {bps}");
+    }
+    // Exchanges: every one counted, and the bytes are the requests'.
+    let v = perf_json(&addr, &key, &["--rr", "-l", "100", "-t", "1"]);
+    let end = &v["end"];
+    let rt = &end["tcpfec"]["round_trip_ms"];
+    let n = u(&rt["exchanges"]);
+    assert!(n > 100, "{rt}");
+    assert_eq!(u(&end["sum_sent"]["bytes"]), n * 100);
+    assert_eq!(u(&end["sum_received"]["bytes"]), n * 100);
+    let per_interval: u64 = v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| u(&i["sum"]["tcpfec_delay_ms"]["count"]))
+        .sum();
+    assert_eq!(per_interval, n, "every exchange in exactly one interval");
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn perf_refuses_bad_requests_with_reasons() {
     let (dir, key, _) = keyed_scratch("perf-bad");

@@ -24,7 +24,7 @@ const SIGNIFICANT_DIGITS: u8 = 3;
 const COARSE_DIGITS: u8 = 2;
 
 /// The percentiles of a set of delays, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DelaySummary {
     /// Median.
     pub p50_ms: f64,
@@ -38,6 +38,22 @@ pub struct DelaySummary {
     pub max_ms: f64,
     /// Total weight of the samples (bytes or messages).
     pub weight: u64,
+}
+
+impl DelaySummary {
+    /// The same delays less `floor_ms` (delays read on another host's clock, reported
+    /// above the smallest seen).
+    pub fn above(self, floor_ms: f64) -> DelaySummary {
+        let less = |v: f64| (v - floor_ms).max(0.0);
+        DelaySummary {
+            p50_ms: less(self.p50_ms),
+            p90_ms: less(self.p90_ms),
+            p99_ms: less(self.p99_ms),
+            p999_ms: less(self.p999_ms),
+            max_ms: less(self.max_ms),
+            weight: self.weight,
+        }
+    }
 }
 
 /// A weighted histogram of delays.

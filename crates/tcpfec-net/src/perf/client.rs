@@ -1,10 +1,11 @@
 //! The client of a test: opens the control and data connections, moves data (or receives
 //! it with `reverse`), reports every interval and collects both sides' totals.
 
-use super::control::{self, DataHeader, Hello, Message, SideEnd};
+use super::control::{self, DataHeader, Hello, IntervalDelays, Message, SideEnd};
 use super::cpu::Meter;
 use super::movers::{ticker, Budget, Movers};
 use super::probe::{Probe, Sample};
+use super::timed::{wall_ns, Clock, Delays, Pattern};
 use super::{kernel_tcp, BoxStream, Transport};
 use crate::Endpoint;
 use std::io;
@@ -26,6 +27,8 @@ pub struct Options {
     pub reverse: bool,
     /// Seconds between interval reports.
     pub interval: f64,
+    /// How the data moves (bulk, a paced stream, exchanges).
+    pub pattern: Pattern,
 }
 
 /// How the client opens connections.
@@ -101,6 +104,9 @@ pub struct Interval {
     pub end: f64,
     /// Per stream.
     pub streams: Vec<IntervalStream>,
+    /// The delays measured in the interval (paced streams: at the receiver; exchanges:
+    /// round trips at the client).
+    pub delays: Option<IntervalDelays>,
 }
 
 impl Interval {
@@ -149,6 +155,16 @@ pub struct Report {
 }
 
 impl Report {
+    /// The delays of the whole test, from the side that measured them.
+    pub fn delays(&self) -> Option<&IntervalDelays> {
+        self.sender
+            .delays
+            .as_ref()
+            .or(self.receiver.delays.as_ref())
+    }
+}
+
+impl Report {
     /// The client's own totals.
     pub fn local(&self) -> &SideEnd {
         if self.client_sent {
@@ -190,18 +206,26 @@ pub async fn run(
             Connector::Tcp(cc) => cc.clone(),
             Connector::Tcpfec(..) => None,
         },
+        pattern: opts.pattern,
     };
     let (ctl, _) = connector.open(server, 0).await?;
     let (ctl_r, mut ctl_w) = tokio::io::split(ctl);
     let mut ctl_r = control::Reader::new(ctl_r);
+    let hello_sent = wall_ns();
     control::send(&mut ctl_w, &Message::Hello(hello.clone())).await?;
-    match ctl_r.next().await? {
-        Some(Message::Accept) => {}
+    let clock = match ctl_r.next().await? {
+        Some(Message::Accept { clock_ns }) => {
+            let back = wall_ns();
+            // How the server reads this side's stamps, and how this side reads its.
+            let theirs = Clock::from_exchange(hello_sent, back, clock_ns, true);
+            control::send(&mut ctl_w, &Message::Clock(theirs)).await?;
+            Clock::from_exchange(hello_sent, back, clock_ns, false)
+        }
         Some(Message::Refuse { reason }) => {
             return Err(io::Error::other(format!("the server refused: {reason}")))
         }
         other => return Err(protocol(&format!("expected accept, got {other:?}"))),
-    }
+    };
     let mut streams = Vec::new();
     let mut probes = Vec::new();
     for index in 0..opts.streams {
@@ -219,24 +243,30 @@ pub async fn run(
     }
     let meter = Meter::start();
     let start = Instant::now();
+    let n = opts.streams as usize;
     let movers = if opts.reverse {
-        Movers::receive(streams, probes, start)
+        let delays = matches!(opts.pattern, Pattern::Paced { .. }).then(|| Delays::new(n, clock));
+        Movers::receive(streams, probes, start, opts.pattern, delays)
     } else {
         let budgets = Budget::split(opts.seconds, opts.bytes, opts.streams);
-        Movers::send(streams, probes, budgets, start)
+        // Round trips are read on this side's own clock.
+        let delays =
+            matches!(opts.pattern, Pattern::Exchange { .. }).then(|| Delays::new(n, Clock::Shared));
+        Movers::send(streams, probes, budgets, start, opts.pattern, delays)
     };
 
     // The server's reports arrive on the control connection while data flows.
-    let remote: Arc<Mutex<Vec<Sample>>> = Arc::new(Mutex::new(Vec::new()));
+    let remote: Arc<Mutex<(Vec<Sample>, Option<IntervalDelays>)>> =
+        Arc::new(Mutex::new((Vec::new(), None)));
     let remote_end: Arc<Mutex<Option<SideEnd>>> = Arc::new(Mutex::new(None));
     let listener = {
         let (remote, remote_end) = (remote.clone(), remote_end.clone());
         tokio::spawn(async move {
             loop {
                 match ctl_r.next().await? {
-                    Some(Message::Progress { streams, .. }) => {
-                        *remote.lock().expect("not poisoned") = streams
-                    }
+                    Some(Message::Progress {
+                        streams, delays, ..
+                    }) => *remote.lock().expect("not poisoned") = (streams, delays),
                     Some(Message::Done(end)) => {
                         *remote_end.lock().expect("not poisoned") = Some(end);
                         return Ok(());
@@ -281,7 +311,11 @@ pub async fn run(
             break;
         }
     }
-    let local = SideEnd::measured(movers.join().await?, &meter);
+    let delays = movers.delays.as_ref().map(|d| d.report());
+    let local = SideEnd {
+        delays,
+        ..SideEnd::measured(movers.join().await?, &meter)
+    };
     control::send(&mut ctl_w, &Message::Done(local.clone())).await?;
     tokio::time::timeout(Duration::from_secs(30), listener)
         .await
@@ -330,10 +364,18 @@ impl Prev {
         t0: f64,
         t1: f64,
         movers: &Movers,
-        remote: &Mutex<Vec<Sample>>,
+        remote: &Mutex<(Vec<Sample>, Option<IntervalDelays>)>,
         reverse: bool,
     ) -> Interval {
-        let remote = remote.lock().expect("not poisoned").clone();
+        let (remote, remote_delays) = {
+            let mut r = remote.lock().expect("not poisoned");
+            (r.0.clone(), r.1.take())
+        };
+        // The delays are this side's if it measures them, else the server's last report.
+        let delays = match &movers.delays {
+            Some(d) => Some(d.take_interval()),
+            None => remote_delays,
+        };
         let mut streams = Vec::new();
         for i in 0..self.bytes.len() {
             let local = movers.probes[i].sample();
@@ -377,6 +419,7 @@ impl Prev {
             start: t0,
             end: t1,
             streams,
+            delays,
         }
     }
 }

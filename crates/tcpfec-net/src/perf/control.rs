@@ -2,12 +2,14 @@
 //! that opens each data connection.
 
 use super::probe::Sample;
+use super::timed::{Clock, DelayReport, Pattern};
 use serde::{Deserialize, Serialize};
 use std::io;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
-/// Version of the exchange; a server refuses a client of another version.
-pub const VERSION: u32 = 1;
+/// Version of the exchange; a server refuses a client of another version (2: tests of
+/// delay, and the clock exchange that reads their stamps).
+pub const VERSION: u32 = 2;
 
 /// First bytes of a data connection, so the server tells it from a control connection
 /// (which starts with `{`).
@@ -35,6 +37,9 @@ pub struct Hello {
     pub interval: f64,
     /// Kernel TCP tests: the congestion control the server's data sockets use (reverse).
     pub congestion: Option<String>,
+    /// How the data moves: bulk, a paced stream of timestamped messages, or exchanges.
+    #[serde(default)]
+    pub pattern: Pattern,
 }
 
 /// One side's totals for one data stream.
@@ -49,6 +54,10 @@ pub struct StreamEnd {
     pub sample: Sample,
 }
 
+/// The delays one interval's (or a whole test's) streams saw, on the side that measures
+/// them.
+pub type IntervalDelays = DelayReport;
+
 /// Totals of one side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SideEnd {
@@ -60,6 +69,9 @@ pub struct SideEnd {
     pub cpu_system: f64,
     /// Wall seconds the CPU times cover.
     pub wall: f64,
+    /// The delays this side measured (a paced stream's receiver, an exchange's client).
+    #[serde(default)]
+    pub delays: Option<DelayReport>,
 }
 
 impl SideEnd {
@@ -71,6 +83,7 @@ impl SideEnd {
             cpu_user,
             cpu_system,
             wall,
+            delays: None,
         }
     }
 }
@@ -81,8 +94,14 @@ impl SideEnd {
 pub enum Message {
     /// Client → server: the test.
     Hello(Hello),
-    /// Server → client: accepted; open the data connections.
-    Accept,
+    /// Server → client: accepted; open the data connections. `clock_ns`: the server's
+    /// wall clock as it accepted (`timed::Clock::from_exchange`).
+    Accept {
+        /// Nanoseconds since the Unix epoch.
+        clock_ns: i64,
+    },
+    /// Client → server, right after the accept: how the server reads the client's stamps.
+    Clock(Clock),
     /// Server → client: refused, with the reason.
     Refuse {
         /// Why.
@@ -95,6 +114,9 @@ pub enum Message {
         elapsed: f64,
         /// Per stream.
         streams: Vec<Sample>,
+        /// The interval's delays, if the server measures them.
+        #[serde(default)]
+        delays: Option<IntervalDelays>,
     },
     /// Either way, once its data is done: this side's totals.
     Done(SideEnd),
@@ -193,19 +215,24 @@ mod tests {
             streams: 2,
             interval: 1.0,
             congestion: Some("bbr".into()),
+            pattern: Pattern::Paced {
+                bitrate: 4e6,
+                length: 1000,
+            },
         });
         let mut buf = Vec::new();
         send(&mut buf, &hello).await.unwrap();
-        send(&mut buf, &Message::Accept).await.unwrap();
+        let accept = Message::Accept { clock_ns: -5 };
+        send(&mut buf, &accept).await.unwrap();
         let mut r = Reader::new(&buf[..]);
         assert_eq!(r.next().await.unwrap(), Some(hello));
-        assert_eq!(r.next().await.unwrap(), Some(Message::Accept));
+        assert_eq!(r.next().await.unwrap(), Some(accept));
         assert_eq!(r.next().await.unwrap(), None);
     }
 
     #[tokio::test]
     async fn a_line_without_end_is_refused() {
-        let mut r = Reader::new(&b"{\"type\":\"accept\"}"[..]);
+        let mut r = Reader::new(&b"{\"type\":\"accept\",\"clock_ns\":0}"[..]);
         assert!(r.next().await.is_err());
     }
 

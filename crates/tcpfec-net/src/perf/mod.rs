@@ -17,6 +17,7 @@ pub mod kernel_tcp;
 pub mod movers;
 pub mod probe;
 pub mod server;
+pub mod timed;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 

@@ -5,6 +5,7 @@
 
 use super::control::StreamEnd;
 use super::probe::{Probe, Sample};
+use super::timed::{self, Counter, Delays, Pattern};
 use super::{BoxStream, BLOCK};
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -46,6 +47,8 @@ pub struct Movers {
     pub moved: Arc<Vec<AtomicU64>>,
     /// Counters of each stream's connection.
     pub probes: Arc<Vec<Probe>>,
+    /// The delays this side measures: a paced stream's receiver, an exchange's client.
+    pub delays: Option<Arc<Delays>>,
     tasks: Vec<JoinHandle<io::Result<(u64, f64)>>>,
     /// Streams still moving data.
     left: Arc<AtomicUsize>,
@@ -61,47 +64,88 @@ pub fn ticker(seconds: f64) -> Interval {
 }
 
 impl Movers {
-    /// Starts sending on every stream with its budget.
+    /// Starts sending on every stream with its budget, in `pattern`. An exchange's
+    /// client (the sender of requests) measures the round trips into `delays`.
     pub fn send(
         streams: Vec<BoxStream>,
         probes: Vec<Probe>,
         budgets: Vec<Budget>,
         start: Instant,
+        pattern: Pattern,
+        delays: Option<Arc<Delays>>,
     ) -> Self {
         let moved = counters(streams.len());
         let probes = Arc::new(probes);
-        let work = streams
-            .into_iter()
-            .zip(budgets)
-            .enumerate()
-            .map(|(i, (s, b))| {
-                let at = Counters {
-                    moved: moved.clone(),
-                    probes: probes.clone(),
-                    i,
-                };
-                send_one(s, b, start, at)
-            })
-            .collect();
-        Self::spawn(work, moved, probes)
+        let work: Vec<Work> =
+            streams
+                .into_iter()
+                .zip(budgets)
+                .enumerate()
+                .map(|(i, (s, b))| -> Work {
+                    let counter = Counter {
+                        moved: moved.clone(),
+                        i,
+                    };
+                    match (pattern, &delays) {
+                        (Pattern::Paced { bitrate, length }, _) => {
+                            Box::pin(timed::paced_send(s, bitrate, length, b, start, counter))
+                        }
+                        (Pattern::Exchange { length }, Some(d)) => Box::pin(
+                            timed::exchange_client(s, length, b, start, d.clone(), counter),
+                        ),
+                        _ => {
+                            let at = Counters {
+                                moved: moved.clone(),
+                                probes: probes.clone(),
+                                i,
+                            };
+                            Box::pin(send_one(s, b, start, at))
+                        }
+                    }
+                })
+                .collect();
+        Self::spawn(work, moved, probes, delays)
     }
 
-    /// Starts reading every stream to its end.
-    pub fn receive(streams: Vec<BoxStream>, probes: Vec<Probe>, start: Instant) -> Self {
+    /// Starts reading every stream to its end, in `pattern`. A paced stream's receiver
+    /// measures the messages' delays into `delays`; an exchange's server answers.
+    pub fn receive(
+        streams: Vec<BoxStream>,
+        probes: Vec<Probe>,
+        start: Instant,
+        pattern: Pattern,
+        delays: Option<Arc<Delays>>,
+    ) -> Self {
         let moved = counters(streams.len());
-        let work = streams
+        let work: Vec<Work> = streams
             .into_iter()
             .enumerate()
-            .map(|(i, s)| receive_one(s, start, moved.clone(), i))
+            .map(|(i, s)| -> Work {
+                let counter = Counter {
+                    moved: moved.clone(),
+                    i,
+                };
+                match (pattern, &delays) {
+                    (Pattern::Paced { length, .. }, Some(d)) => {
+                        Box::pin(timed::timed_receive(s, length, d.clone(), start, counter))
+                    }
+                    (Pattern::Exchange { length }, _) => {
+                        Box::pin(timed::exchange_server(s, length, start, counter))
+                    }
+                    _ => Box::pin(receive_one(s, start, moved.clone(), i)),
+                }
+            })
             .collect();
-        Self::spawn(work, moved, Arc::new(probes))
+        Self::spawn(work, moved, Arc::new(probes), delays)
     }
 
     /// Runs each stream's work as a task that says when the last one is done.
-    fn spawn<F>(work: Vec<F>, moved: Arc<Vec<AtomicU64>>, probes: Arc<Vec<Probe>>) -> Self
-    where
-        F: std::future::Future<Output = io::Result<(u64, f64)>> + Send + 'static,
-    {
+    fn spawn(
+        work: Vec<Work>,
+        moved: Arc<Vec<AtomicU64>>,
+        probes: Arc<Vec<Probe>>,
+        delays: Option<Arc<Delays>>,
+    ) -> Self {
         let left = Arc::new(AtomicUsize::new(work.len()));
         let all_done = Arc::new(Notify::new());
         let tasks = work
@@ -120,6 +164,7 @@ impl Movers {
         Movers {
             moved,
             probes,
+            delays,
             tasks,
             left,
             all_done,
@@ -166,6 +211,9 @@ impl Movers {
         }
     }
 }
+
+/// One stream's work: its bytes and its seconds when done.
+type Work = std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<(u64, f64)>> + Send>>;
 
 /// A zeroed byte counter per stream.
 fn counters(n: usize) -> Arc<Vec<AtomicU64>> {
@@ -286,8 +334,16 @@ mod tests {
             vec![Probe::None],
             vec![Budget::Bytes(1_000_003)],
             start,
+            Pattern::Bulk,
+            None,
         );
-        let rx = Movers::receive(vec![Box::new(b)], vec![Probe::None], start);
+        let rx = Movers::receive(
+            vec![Box::new(b)],
+            vec![Probe::None],
+            start,
+            Pattern::Bulk,
+            None,
+        );
         let (sent, got) = (tx.join().await.unwrap(), rx.join().await.unwrap());
         assert_eq!(sent[0].bytes, 1_000_003);
         assert_eq!(got[0].bytes, 1_000_003);

@@ -5,6 +5,7 @@ use super::control::{self, DataHeader, Hello, Message, SideEnd};
 use super::cpu::Meter;
 use super::movers::{ticker, Budget, Movers};
 use super::probe::Probe;
+use super::timed::{wall_ns, Delays, Pattern, HEADER, MAX_MESSAGE};
 use super::{kernel_tcp, BoxStream};
 use crate::Endpoint;
 use std::collections::HashMap;
@@ -44,9 +45,9 @@ pub enum Event {
         /// The test.
         hello: Hello,
         /// The server's totals.
-        server: SideEnd,
+        server: Box<SideEnd>,
         /// The client's totals (if it sent them).
-        client: Option<SideEnd>,
+        client: Option<Box<SideEnd>>,
     },
     /// A test failed.
     Failed {
@@ -170,7 +171,18 @@ async fn control_connection(
             ready: ready.clone(),
         },
     );
-    control::send(&mut ctl_w, &Message::Accept).await?;
+    control::send(
+        &mut ctl_w,
+        &Message::Accept {
+            clock_ns: wall_ns(),
+        },
+    )
+    .await?;
+    // How to read the client's stamps: its reply to the accept, sent before its data.
+    let clock = match tokio::time::timeout(GATHER, ctl_r.next()).await {
+        Ok(Ok(Some(Message::Clock(c)))) => c,
+        _ => return Err(control::invalid("expected the clock after the accept")),
+    };
     let gathered = tokio::time::timeout(GATHER, ready.notified()).await;
     let slot = pending
         .tests
@@ -205,33 +217,42 @@ async fn control_connection(
     let start = Instant::now();
     let movers = if hello.reverse {
         let budgets = Budget::split(hello.seconds, hello.bytes, hello.streams);
-        Movers::send(streams, probes, budgets, start)
+        Movers::send(streams, probes, budgets, start, hello.pattern, None)
     } else {
-        Movers::receive(streams, probes, start)
+        let delays = matches!(hello.pattern, Pattern::Paced { .. })
+            .then(|| Delays::new(hello.streams as usize, clock));
+        Movers::receive(streams, probes, start, hello.pattern, delays)
     };
     let mut tick = ticker(hello.interval);
     while !movers.tick_or_done(&mut tick).await {
         let streams = movers.probes.iter().map(Probe::sample).collect();
         let elapsed = start.elapsed().as_secs_f64();
-        if control::send(&mut ctl_w, &Message::Progress { elapsed, streams })
-            .await
-            .is_err()
-        {
+        let delays = movers.delays.as_ref().map(|d| d.take_interval());
+        let progress = Message::Progress {
+            elapsed,
+            streams,
+            delays,
+        };
+        if control::send(&mut ctl_w, &progress).await.is_err() {
             movers.abort();
             return Err(io::Error::other("the client closed the control connection"));
         }
     }
-    let server = SideEnd::measured(movers.join().await?, &meter);
+    let delays = movers.delays.as_ref().map(|d| d.report());
+    let server = SideEnd {
+        delays,
+        ..SideEnd::measured(movers.join().await?, &meter)
+    };
     control::send(&mut ctl_w, &Message::Done(server.clone())).await?;
     let client = match tokio::time::timeout(Duration::from_secs(30), ctl_r.next()).await {
-        Ok(Ok(Some(Message::Done(end)))) => Some(end),
+        Ok(Ok(Some(Message::Done(end)))) => Some(Box::new(end)),
         _ => None,
     };
     log(Event::Finished {
         peer,
         transport,
         hello,
-        server,
+        server: Box::new(server),
         client,
     });
     Ok(())
@@ -274,6 +295,27 @@ fn check(h: &Hello) -> Result<(), String> {
     }
     if !(h.interval >= 0.1 && h.interval <= 3600.0) {
         return Err("interval must be 0.1 to 3600 seconds".into());
+    }
+    match h.pattern {
+        Pattern::Bulk => {}
+        Pattern::Paced { bitrate, length } => {
+            if !(bitrate.is_finite() && bitrate > 0.0) {
+                return Err("the stream's bitrate must be above 0".into());
+            }
+            if !(HEADER..=MAX_MESSAGE).contains(&length) {
+                return Err(format!(
+                    "a stream's messages must be {HEADER} to {MAX_MESSAGE} bytes"
+                ));
+            }
+        }
+        Pattern::Exchange { length } => {
+            if !(1..=MAX_MESSAGE).contains(&length) {
+                return Err(format!("exchanges must be 1 to {MAX_MESSAGE} bytes"));
+            }
+            if h.reverse || h.streams != 1 || h.bytes.is_some() {
+                return Err("an exchange test is one stream, client first, for a time".into());
+            }
+        }
     }
     if let Some(cc) = &h.congestion {
         let known = kernel_tcp::available();
