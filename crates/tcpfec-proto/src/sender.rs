@@ -754,7 +754,7 @@ impl Sender {
             return;
         };
         let auto = self.control.as_ref().and_then(|c| c.as_auto());
-        let Some(c) = s.close(|n| auto.map_or(1, |a| a.stream_repairs(n))) else {
+        let Some(c) = s.close(|n| auto.map_or(1.0, |a| a.stream_repairs(n))) else {
             return;
         };
         let group = FecGroup {

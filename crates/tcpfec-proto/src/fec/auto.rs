@@ -119,7 +119,7 @@ pub struct AutoControl {
     pub congestion_lost: u64,
     /// Repairs for a group of n retransmissions, by n (`retransmission_repairs`).
     retransmission_repairs: Vec<u8>,
-    /// Repairs for an interval of n packets of a stream, by n (`stream_repairs`).
+    /// Repairs for two intervals of n packets of a stream, by n (`stream_repairs`).
     stream_repairs: Vec<u8>,
     /// Packets measured and congestion losses among them, forgotten over
     /// [`SLOW_MEMORY`] packets.
@@ -279,10 +279,11 @@ impl AutoControl {
             // The next interval's repairs cover this one too: half of what two intervals
             // need, rather than all of what one needs (at 10 Mb/s on 50, RTT 24 ms and
             // 5 % loss, 39 % of the packets were repair instead of 46 %, with the same
-            // delays).
-            let pooled = sizer.repairs_for(2 * n, 2 * n).div_ceil(2);
+            // delays), and the fraction carried rather than rounded up (28.7 % instead
+            // of 31.5 % over the latency matrix, p99 targets met alike).
+            let pooled = sizer.repairs_for(2 * n, 2 * n);
             self.stream_repairs
-                .push(pooled.min(n).min(u8::MAX as usize) as u8);
+                .push(pooled.min(2 * n).min(u8::MAX as usize) as u8);
         }
     }
 
@@ -312,11 +313,13 @@ impl AutoControl {
     }
 
     /// Repairs for an interval of `n` packets of a stream (`fec::stream`) on the channel
-    /// estimated now: as many as meet the blocks' failure target for them, at most one per
-    /// packet, and none where a loss among them is rarer than the target.
-    pub fn stream_repairs(&self, n: usize) -> usize {
+    /// estimated now: half of what two intervals of `n` need to meet the blocks' failure
+    /// target (the next interval's repairs cover this one too), at most one per packet,
+    /// and none where a loss among them is rarer than the target. A fraction: the stream
+    /// carries it to the next interval.
+    pub fn stream_repairs(&self, n: usize) -> f64 {
         let t = &self.stream_repairs;
-        t.get(n).or(t.last()).copied().unwrap_or(0) as usize
+        t.get(n).or(t.last()).copied().unwrap_or(0) as f64 / 2.0
     }
 
     /// Repairs for a group of `n` retransmissions on the channel estimated now (0: the

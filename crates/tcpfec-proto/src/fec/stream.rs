@@ -9,8 +9,9 @@
 //! behind its packet shares its loss bursts.
 //!
 //! It gets as many repairs as the channel estimate asks for its packets (possibly none on a
-//! clean path), and at least one every [`PROBE_EVERY`] packets, so a path that starts to
-//! lose is protected before the estimate has seen it.
+//! clean path; half of what two intervals need, a fraction carried to the next interval),
+//! and at least one every [`PROBE_EVERY`] packets, so a path that starts to lose is
+//! protected before the estimate has seen it.
 
 use super::window::{WindowEncoder, WindowRepair, MAX_WINDOW};
 use crate::time::Instant;
@@ -62,6 +63,8 @@ pub(crate) struct StreamRepairs {
     covered: VecDeque<u64>,
     /// Source packets since the last repair.
     since_repair: u32,
+    /// Repairs owed but not yet sent, below one.
+    credit: f64,
     ready: VecDeque<WindowRepair>,
     /// Repairs made.
     pub repairs: u64,
@@ -106,17 +109,23 @@ impl StreamRepairs {
         self.open.map(|i| i.deadline)
     }
 
-    /// Ends the open interval: `repairs_for(n)` repairs for its `n` packets (at least one
-    /// once [`PROBE_EVERY`] packets went without), over it and the interval before.
+    /// Ends the open interval: `repairs_for(n)` repairs for its `n` packets, a fraction
+    /// of one carried to the next interval (at least one once [`PROBE_EVERY`] packets went
+    /// without), over it and the interval before.
     /// Returns what the repairs cover (`repairs` 0 if none were made), if an interval was
     /// open.
-    pub fn close(&mut self, repairs_for: impl Fn(usize) -> usize) -> Option<Covered> {
+    pub fn close(&mut self, repairs_for: impl Fn(usize) -> f64) -> Option<Covered> {
         let i = self.open.take()?;
         self.covered.push_back(i.first);
         while self.covered.len() > COVERED_INTERVALS {
             self.covered.pop_front();
         }
-        let mut m = repairs_for(i.packets as usize);
+        // The repairs this interval owes, fractions carried to the next (whose repairs
+        // cover this interval too), never more than one interval's worth owed.
+        let need = repairs_for(i.packets as usize);
+        self.credit = (self.credit + need).min(need.ceil().max(1.0));
+        let mut m = self.credit.floor() as usize;
+        self.credit -= m as f64;
         if m == 0 && self.since_repair >= PROBE_EVERY {
             m = 1;
         }
@@ -180,7 +189,7 @@ mod tests {
             assert!(!s.on_sent(ms(k as u64 * 3), seg, &p(), wait, 100));
         }
         assert_eq!(s.deadline(), Some(ms(10)));
-        let c = s.close(|n| if n >= 4 { 1 } else { 0 }).unwrap();
+        let c = s.close(|n| if n >= 4 { 1.0 } else { 0.0 }).unwrap();
         assert_eq!((c.from, c.interval, c.to, c.repairs), (0, 0, 3, 1));
         let r = s.pop_ready().unwrap();
         assert_eq!((r.first, r.count), (0, 4));
@@ -188,7 +197,7 @@ mod tests {
         for seg in 4..7u64 {
             s.on_sent(ms(12 + seg), seg, &p(), wait, 100);
         }
-        let c = s.close(|_| 2).unwrap();
+        let c = s.close(|_| 2.0).unwrap();
         assert_eq!((c.from, c.interval, c.to, c.repairs), (0, 4, 6, 2));
         let r = s.pop_ready().unwrap();
         assert_eq!((r.first, r.count), (0, 7), "covers the interval before too");
@@ -196,7 +205,7 @@ mod tests {
         for seg in 7..9u64 {
             s.on_sent(ms(30 + seg), seg, &p(), wait, 100);
         }
-        s.close(|_| 1);
+        s.close(|_| 1.0);
         assert_eq!(s.pop_ready().unwrap().first, 4, "two intervals, no more");
     }
 
@@ -216,7 +225,7 @@ mod tests {
         let mut repairs = 0;
         for seg in 0..(PROBE_EVERY as u64 * 4) {
             s.on_sent(ms(seg), seg, &p(), wait, 1);
-            s.close(|_| 0);
+            s.close(|_| 0.0);
             while s.pop_ready().is_some() {
                 repairs += 1;
             }
