@@ -24,6 +24,7 @@ pub struct EmuArgs {
 pub fn counts_json(c: &DirCounts) -> Value {
     json!({
         "received": c.received,
+        "received_bytes": c.received_bytes,
         "delivered": c.delivered,
         "delivered_bytes": c.delivered_bytes,
         "loss_drops": c.lost,
@@ -69,7 +70,7 @@ pub fn emu(a: EmuArgs) -> Result<(), String> {
          run programs on each side, for example:\n  \
          ip netns exec {nb} tcpfec perf --server --insecure\n  \
          ip netns exec {na} tcpfec perf {} --insecure --compare\n\
-         Ctrl-C stops the link and removes the namespaces.",
+         Ctrl-C (or SIGTERM) stops the link and removes the namespaces.",
         emu::ADDR_A,
         emu::ADDR_B,
         emu::ADDR_B
@@ -79,8 +80,16 @@ pub fn emu(a: EmuArgs) -> Result<(), String> {
     let (f2, b2) = (f.clone(), b.clone());
     runtime()?.block_on(async move {
         let _sig = on_sigusr1(move || counters(&f2.snapshot(), &b2.snapshot(), as_json));
-        let _ = tokio::signal::ctrl_c().await;
-    });
+        // Ctrl-C, or a `kill` (SIGTERM) of an emulator run in the background: either
+        // way the namespaces go with it.
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        Ok::<(), String>(())
+    })?;
     drop(e);
     println!("{}", counters(&f.snapshot(), &b.snapshot(), as_json));
     Ok(())

@@ -58,6 +58,18 @@ pub struct NetBenchArgs {
     /// Bytes of the --emu completion runs.
     #[arg(long, default_value_t = 10_000_000)]
     emu_bytes: u64,
+    /// With --emu: instead of bulk and 10 MB, a paced stream at this rate (`perf -b`,
+    /// messages of --length bytes, default 1000) for --seconds: each contender's delivery
+    /// delay (p50, p99, p99.9) and what it put on the link per byte of the stream.
+    #[arg(long, value_name = "RATE", requires = "emu", conflicts_with = "rr")]
+    stream: Option<String>,
+    /// With --emu: request/response exchanges instead (`perf --rr`, --length bytes each,
+    /// default 100): round-trip percentiles.
+    #[arg(long, requires = "emu")]
+    rr: bool,
+    /// Bytes per message of --stream or per request and response of --rr.
+    #[arg(long, value_name = "SIZE", requires = "emu")]
+    length: Option<u32>,
     /// One JSON object per measurement instead of tables.
     #[arg(long)]
     json: bool,
@@ -386,6 +398,16 @@ pub fn run(a: NetBenchArgs) -> Result<(), String> {
             limit: Duration::from_secs(120),
             contenders: crate::emu_bench::contenders(a.schemes.as_deref())?,
             json: a.json,
+            delay: match (&a.stream, a.rr) {
+                (Some(r), _) => Some(crate::emu_bench::DelayTest::Stream {
+                    rate: r.clone(),
+                    length: a.length.unwrap_or(1000),
+                }),
+                (None, true) => Some(crate::emu_bench::DelayTest::Exchange {
+                    length: a.length.unwrap_or(100),
+                }),
+                (None, false) => None,
+            },
         });
     }
     if !a.relay_only {

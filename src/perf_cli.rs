@@ -86,6 +86,16 @@ pub struct PerfArgs {
     /// response of --rr (1 to 1 MiB; default 100).
     #[arg(short = 'l', long = "length", value_name = "SIZE")]
     length: Option<String>,
+    /// Leave the first SECONDS out of the delays of -b and --rr (iperf3's --omit: a
+    /// connection's start-up, whose first round trips are window-limited); the bytes
+    /// still count.
+    #[arg(
+        short = 'O',
+        long = "omit",
+        value_name = "SECONDS",
+        default_value_t = 0.0
+    )]
+    omit: f64,
     /// Seconds between interval lines.
     #[arg(short = 'i', long, default_value_t = 1.0, value_name = "SECONDS")]
     interval: f64,
@@ -135,6 +145,12 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
         .map(|b| parse_bytes(b).map_err(|e| format!("-n: {e}")))
         .transpose()?;
     let pattern = pattern(&a, bytes.is_some())?;
+    if !(a.omit >= 0.0 && (bytes.is_some() || a.omit < a.seconds)) {
+        return Err("-O: give seconds from 0 to less than the test's -t".into());
+    }
+    if a.omit > 0.0 && pattern == Pattern::Bulk {
+        return Err("-O: leaves a start-up out of the delays of -b or --rr".into());
+    }
     if bytes.is_none() && !(a.seconds > 0.0 && a.seconds <= server::MAX_SECONDS) {
         return Err("-t: give seconds above 0, at most a day".into());
     }
@@ -148,6 +164,7 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
         reverse: a.reverse,
         interval: a.interval,
         pattern,
+        omit: a.omit,
     };
     let tcp_only = a.tcp;
     let key = if tcp_only {

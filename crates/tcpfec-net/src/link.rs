@@ -52,6 +52,8 @@ impl LinkSpec {
 pub struct DirStats {
     /// Packets that arrived at the link.
     pub received: AtomicU64,
+    /// Bytes that arrived at the link (what the senders put on the wire).
+    pub received_bytes: AtomicU64,
     /// Packets delivered.
     pub delivered: AtomicU64,
     /// Dropped by the loss model.
@@ -71,6 +73,8 @@ pub struct DirStats {
 pub struct DirCounts {
     /// Packets that arrived at the link.
     pub received: u64,
+    /// Bytes that arrived at the link.
+    pub received_bytes: u64,
     /// Packets delivered.
     pub delivered: u64,
     /// Dropped by the loss model.
@@ -90,6 +94,7 @@ impl DirStats {
     pub fn snapshot(&self) -> DirCounts {
         DirCounts {
             received: self.received.load(Ordering::Relaxed),
+            received_bytes: self.received_bytes.load(Ordering::Relaxed),
             delivered: self.delivered.load(Ordering::Relaxed),
             lost: self.lost.load(Ordering::Relaxed),
             overflow: self.overflow.load(Ordering::Relaxed),
@@ -97,6 +102,12 @@ impl DirStats {
             queue_peak: self.queue_peak.load(Ordering::Relaxed),
             delivered_bytes: self.delivered_bytes.load(Ordering::Relaxed),
         }
+    }
+
+    /// Counts a packet of `len` bytes arriving at the link.
+    pub fn on_received(&self, len: usize) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        self.received_bytes.fetch_add(len as u64, Ordering::Relaxed);
     }
 
     /// Counts a delivered packet of `len` bytes.

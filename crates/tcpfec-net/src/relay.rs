@@ -226,7 +226,7 @@ async fn accept_clients(
         let Ok((n, from)) = r else {
             continue; // ICMP errors surface here on some systems; the relay keeps going.
         };
-        fstats.received.fetch_add(1, Ordering::Relaxed);
+        fstats.on_received(n);
         let now = Instant::now();
         if !upstream.contains_key(&from) {
             if upstream.len() >= cfg.max_sources {
@@ -303,7 +303,7 @@ async fn read_upstream(
     loop {
         match sock.recv(&mut buf).await {
             Ok(n) => {
-                stats.received.fetch_add(1, Ordering::Relaxed);
+                stats.on_received(n);
                 match btx.try_send((back_to.clone(), buf[..n].to_vec())) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => {

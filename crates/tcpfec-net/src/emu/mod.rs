@@ -191,7 +191,7 @@ fn run_direction(
                 break;
             }
             let n = n as usize;
-            stats.received.fetch_add(1, Ordering::Relaxed);
+            stats.on_received(n);
             if let Some(at) = link.admit(now, n, stats) {
                 let mut p = spare.pop().unwrap_or_default();
                 p.clear();

@@ -29,6 +29,8 @@ pub struct Options {
     pub interval: f64,
     /// How the data moves (bulk, a paced stream, exchanges).
     pub pattern: Pattern,
+    /// Seconds from the start whose delays are left out.
+    pub omit: f64,
 }
 
 /// How the client opens connections.
@@ -207,6 +209,7 @@ pub async fn run(
             Connector::Tcpfec(..) => None,
         },
         pattern: opts.pattern,
+        omit: opts.omit,
     };
     let (ctl, _) = connector.open(server, 0).await?;
     let (ctl_r, mut ctl_w) = tokio::io::split(ctl);
@@ -244,14 +247,16 @@ pub async fn run(
     let meter = Meter::start();
     let start = Instant::now();
     let n = opts.streams as usize;
+    let from = start + Duration::from_secs_f64(opts.omit);
     let movers = if opts.reverse {
-        let delays = matches!(opts.pattern, Pattern::Paced { .. }).then(|| Delays::new(n, clock));
+        let delays =
+            matches!(opts.pattern, Pattern::Paced { .. }).then(|| Delays::new(n, clock, from));
         Movers::receive(streams, probes, start, opts.pattern, delays)
     } else {
         let budgets = Budget::split(opts.seconds, opts.bytes, opts.streams);
         // Round trips are read on this side's own clock.
-        let delays =
-            matches!(opts.pattern, Pattern::Exchange { .. }).then(|| Delays::new(n, Clock::Shared));
+        let delays = matches!(opts.pattern, Pattern::Exchange { .. })
+            .then(|| Delays::new(n, Clock::Shared, from));
         Movers::send(streams, probes, budgets, start, opts.pattern, delays)
     };
 

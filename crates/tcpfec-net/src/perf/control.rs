@@ -40,6 +40,9 @@ pub struct Hello {
     /// How the data moves: bulk, a paced stream of timestamped messages, or exchanges.
     #[serde(default)]
     pub pattern: Pattern,
+    /// Seconds from the start whose delays are left out (iperf3's `--omit`).
+    #[serde(default)]
+    pub omit: f64,
 }
 
 /// One side's totals for one data stream.
@@ -219,6 +222,7 @@ mod tests {
                 bitrate: 4e6,
                 length: 1000,
             },
+            omit: 2.0,
         });
         let mut buf = Vec::new();
         send(&mut buf, &hello).await.unwrap();

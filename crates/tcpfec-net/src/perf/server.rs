@@ -219,8 +219,9 @@ async fn control_connection(
         let budgets = Budget::split(hello.seconds, hello.bytes, hello.streams);
         Movers::send(streams, probes, budgets, start, hello.pattern, None)
     } else {
+        let from = start + Duration::from_secs_f64(hello.omit);
         let delays = matches!(hello.pattern, Pattern::Paced { .. })
-            .then(|| Delays::new(hello.streams as usize, clock));
+            .then(|| Delays::new(hello.streams as usize, clock, from));
         Movers::receive(streams, probes, start, hello.pattern, delays)
     };
     let mut tick = ticker(hello.interval);
@@ -295,6 +296,9 @@ fn check(h: &Hello) -> Result<(), String> {
     }
     if !(h.interval >= 0.1 && h.interval <= 3600.0) {
         return Err("interval must be 0.1 to 3600 seconds".into());
+    }
+    if !(h.omit >= 0.0 && h.omit <= MAX_SECONDS) {
+        return Err("omit must be 0 to a day".into());
     }
     match h.pattern {
         Pattern::Bulk => {}

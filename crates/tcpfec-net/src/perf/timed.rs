@@ -127,6 +127,8 @@ struct StreamDelays {
 pub struct Delays {
     streams: Vec<Mutex<StreamDelays>>,
     clock: Clock,
+    /// Delays measured before this are left out (iperf3's `--omit`: a start-up's).
+    from: Instant,
 }
 
 /// What a side measured of its streams' delays.
@@ -141,17 +143,21 @@ pub struct DelayReport {
 }
 
 impl Delays {
-    /// Room for `n` streams' delays, read with `clock`.
-    pub fn new(n: usize, clock: Clock) -> Arc<Self> {
+    /// Room for `n` streams' delays, read with `clock`, counted from `from` on.
+    pub fn new(n: usize, clock: Clock, from: Instant) -> Arc<Self> {
         Arc::new(Delays {
             streams: (0..n).map(|_| Mutex::default()).collect(),
             clock,
+            from,
         })
     }
 
     /// Counts one delay of stream `i`: `raw_ns`, the receiver's clock less the sender's
     /// stamp, or a round trip.
     fn record(&self, i: usize, raw_ns: i64) {
+        if Instant::now() < self.from {
+            return;
+        }
         let ns = match self.clock {
             Clock::Shared => raw_ns.max(0),
             // Kept above zero by twice the correction's error; the smallest is taken off
@@ -228,11 +234,18 @@ impl Counter {
     }
 }
 
+/// How far behind its schedule a paced sender may fall before it ends the test: the
+/// transport cannot carry the stream's rate, and every later message would only wait
+/// longer (CUBIC at 1 % loss and RTT 100 ms moves 1.5 Mb/s of a 4 Mb/s stream).
+pub const MAX_BEHIND: Duration = Duration::from_secs(10);
+
 /// Writes messages of `length` bytes at `bitrate` bits per second until the budget is
-/// spent, each stamped with its number and the wall clock as it is written; then ends
-/// the stream and waits for the receiver to end its side. A message written late (the
-/// transport would not take it) leaves as soon as it can, and the next ones keep the
-/// schedule: the stream's rate is the schedule's, its delay what the transport adds.
+/// spent, each stamped with its number and the wall-clock time it was due; then ends the
+/// stream and waits for the receiver to end its side. A message the transport would not
+/// take at once leaves as soon as it can, stamped with its due time (the application had
+/// it then: the wait is the transport's), and the next ones keep the schedule: the
+/// stream's rate is the schedule's, its delay what the transport adds. A sender more than
+/// [`MAX_BEHIND`] late ends the test early.
 pub(super) async fn paced_send(
     mut s: BoxStream,
     bitrate: f64,
@@ -244,19 +257,22 @@ pub(super) async fn paced_send(
     let length = length.max(HEADER) as usize;
     let every = Duration::from_secs_f64(length as f64 * 8.0 / bitrate);
     let mut msg: Vec<u8> = (0..length).map(|k| (k * 131 % 251) as u8).collect();
+    let wall_start = wall_ns() - start.elapsed().as_nanos() as i64;
     let (mut sent, mut n) = (0u64, 0u64);
     loop {
-        let due = start + every.mul_f64(n as f64);
+        let offset = every.mul_f64(n as f64);
+        let due = start + offset;
         let over = match budget {
-            Budget::Time(d) => due >= start + d,
+            Budget::Time(d) => offset >= d,
             Budget::Bytes(b) => sent + length as u64 > b,
         };
-        if over {
+        if over || Instant::now() > due + MAX_BEHIND {
             break;
         }
         tokio::time::sleep_until(due.into()).await;
         msg[..8].copy_from_slice(&n.to_be_bytes());
-        msg[8..16].copy_from_slice(&wall_ns().to_be_bytes());
+        let stamp = wall_start + offset.as_nanos() as i64;
+        msg[8..16].copy_from_slice(&stamp.to_be_bytes());
         s.write_all(&msg).await?;
         sent += length as u64;
         n += 1;
@@ -410,6 +426,7 @@ mod tests {
                 offset_ns: 3000 * ms,
                 error_ns: 20 * ms as u64,
             },
+            Instant::now(),
         );
         for k in 0..=40 {
             d.record(0, (3010 + k) * ms);
@@ -420,7 +437,7 @@ mod tests {
         assert!(all.p50_ms >= 19.9 && all.p50_ms <= 20.2, "{all:?}");
         assert!(all.max_ms >= 39.9 && all.max_ms <= 40.2, "{all:?}");
         // One clock: exact.
-        let d = Delays::new(2, Clock::Shared);
+        let d = Delays::new(2, Clock::Shared, Instant::now());
         d.record(1, 25 * ms);
         let iv = d.take_interval();
         assert!(iv.streams[0].is_none());
