@@ -754,7 +754,10 @@ impl Sender {
             return;
         };
         let auto = self.control.as_ref().and_then(|c| c.as_auto());
-        let Some(c) = s.close(|n| auto.map_or(1.0, |a| a.stream_repairs(n))) else {
+        let ended = self.fin_requested;
+        let Some(c) = s.close(now, ended, |n, sizing| {
+            auto.map_or(1.0, |a| a.stream_repairs(n, sizing))
+        }) else {
             return;
         };
         let group = FecGroup {

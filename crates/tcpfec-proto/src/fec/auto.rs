@@ -9,6 +9,7 @@
 
 use super::channel::{ChannelEstimate, ChannelEstimator, SLOW_MEMORY};
 use super::sizing::{size_code, CodeSize, Sizer, MOST_REPAIR};
+use super::stream::Sizing;
 use crate::wire::FecFeedback;
 
 /// Settings of the `auto` controller.
@@ -121,6 +122,8 @@ pub struct AutoControl {
     retransmission_repairs: Vec<u8>,
     /// Repairs for two intervals of n packets of a stream, by n (`stream_repairs`).
     stream_repairs: Vec<u8>,
+    /// Repairs for one interval of n packets of a stream that paused, by n.
+    lone_interval_repairs: Vec<u8>,
     /// Packets measured and congestion losses among them, forgotten over
     /// [`SLOW_MEMORY`] packets.
     recent_packets: f64,
@@ -146,6 +149,7 @@ impl AutoControl {
             congestion_lost: 0,
             retransmission_repairs: Vec::new(),
             stream_repairs: Vec::new(),
+            lone_interval_repairs: Vec::new(),
             recent_packets: 0.0,
             recent_congestion_lost: 0.0,
         };
@@ -275,6 +279,8 @@ impl AutoControl {
         let sizer = Sizer::new(&cautious(est), target);
         self.stream_repairs.clear();
         self.stream_repairs.push(0);
+        self.lone_interval_repairs.clear();
+        self.lone_interval_repairs.push(0);
         for n in 1..=self.p.max_block as usize {
             // The next interval's repairs cover this one too: half of what two intervals
             // need, rather than all of what one needs (at 10 Mb/s on 50, RTT 24 ms and
@@ -284,6 +290,13 @@ impl AutoControl {
             let pooled = sizer.repairs_for(2 * n, 2 * n);
             self.stream_repairs
                 .push(pooled.min(2 * n).min(u8::MAX as usize) as u8);
+            // Alone, up to two repairs a packet: a request of an exchange at 5 % loss
+            // with one copy is lost with it one time in 400, and each such exchange
+            // waits for a retransmission (p99.9 of 100-byte exchanges at RTT 100 ms: 409
+            // ms with one repair).
+            let alone = sizer.repairs_for(n, 2 * n);
+            self.lone_interval_repairs
+                .push(alone.min(u8::MAX as usize) as u8);
         }
     }
 
@@ -313,13 +326,21 @@ impl AutoControl {
     }
 
     /// Repairs for an interval of `n` packets of a stream (`fec::stream`) on the channel
-    /// estimated now: half of what two intervals of `n` need to meet the blocks' failure
-    /// target (the next interval's repairs cover this one too), at most one per packet,
-    /// and none where a loss among them is rarer than the target. A fraction: the stream
-    /// carries it to the next interval.
-    pub fn stream_repairs(&self, n: usize) -> f64 {
-        let t = &self.stream_repairs;
-        t.get(n).or(t.last()).copied().unwrap_or(0) as f64 / 2.0
+    /// estimated now, to the blocks' failure target; none where a loss among them is
+    /// rarer than it. [`Sizing::Pooled`]: half of what two intervals of `n` need, at most
+    /// one per packet (the next interval's repairs cover this one too), a fraction the
+    /// stream carries to the next interval; [`Sizing::Alone`]: all of what the interval
+    /// needs by itself, at most two per packet.
+    pub fn stream_repairs(&self, n: usize, sizing: Sizing) -> f64 {
+        let t = match sizing {
+            Sizing::Pooled => &self.stream_repairs,
+            Sizing::Alone => &self.lone_interval_repairs,
+        };
+        let m = t.get(n).or(t.last()).copied().unwrap_or(0) as f64;
+        match sizing {
+            Sizing::Pooled => m / 2.0,
+            Sizing::Alone => m,
+        }
     }
 
     /// Repairs for a group of `n` retransmissions on the channel estimated now (0: the

@@ -22,5 +22,6 @@ pub(crate) use controller::{Controller, FeedbackDelta, SenderTotals};
 pub use decoder::{Decoder, DecoderStats, Rebuilt};
 pub(crate) use encoder::{Encoder, RepairOut};
 pub use policy::{Adaptive, DynamicFec, FecConfig, GroupPolicy, StreamCode, StreamRepair};
+pub use stream::Sizing;
 pub(crate) use stream::StreamRepairs;
 pub use tfec::TfecParams;

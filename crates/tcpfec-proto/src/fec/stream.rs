@@ -35,8 +35,22 @@ struct Interval {
     first: u64,
     /// Its packets.
     packets: u32,
+    /// When its first and its latest packet left.
+    opened: Instant,
+    last_sent: Instant,
     /// When its repairs are due.
     deadline: Instant,
+}
+
+/// How an interval's repairs are sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sizing {
+    /// The stream goes on: the next interval's repairs, one wait later, cover this one
+    /// too, and the two share what they need.
+    Pooled,
+    /// The stream paused or ended: the next repairs may come a round trip later (the
+    /// next request of an exchange) or never, so the interval gets all it needs alone.
+    Alone,
 }
 
 /// What an interval's repairs cover: the segments `[from, to]`, of which those from
@@ -90,9 +104,12 @@ impl StreamRepairs {
         let i = self.open.get_or_insert(Interval {
             first: seg,
             packets: 0,
+            opened: now,
+            last_sent: now,
             deadline: now + wait,
         });
         i.packets += 1;
+        i.last_sent = now;
         i.packets >= longest.max(1)
     }
 
@@ -114,18 +131,32 @@ impl StreamRepairs {
     /// without), over it and the interval before.
     /// Returns what the repairs cover (`repairs` 0 if none were made), if an interval was
     /// open.
-    pub fn close(&mut self, repairs_for: impl Fn(usize) -> f64) -> Option<Covered> {
+    pub fn close(
+        &mut self,
+        now: Instant,
+        ended: bool,
+        mut repairs_for: impl FnMut(usize, Sizing) -> f64,
+    ) -> Option<Covered> {
         let i = self.open.take()?;
         self.covered.push_back(i.first);
         while self.covered.len() > COVERED_INTERVALS {
             self.covered.pop_front();
         }
-        // The repairs this interval owes, fractions carried to the next (whose repairs
-        // cover this interval too), never more than one interval's worth owed.
-        let need = repairs_for(i.packets as usize);
-        self.credit = (self.credit + need).min(need.ceil().max(1.0));
-        let mut m = self.credit.floor() as usize;
-        self.credit -= m as f64;
+        // A stream that sent nothing in the second half of the interval has paused.
+        let paused = now.saturating_since(i.last_sent) * 2 > now.saturating_since(i.opened);
+        let m = if ended || paused {
+            self.credit = 0.0;
+            repairs_for(i.packets as usize, Sizing::Alone).ceil() as usize
+        } else {
+            // What the interval owes, fractions carried to the next (whose repairs cover
+            // this interval too), never more than one interval's worth owed.
+            let need = repairs_for(i.packets as usize, Sizing::Pooled);
+            self.credit = (self.credit + need).min(need.ceil().max(1.0));
+            let m = self.credit.floor() as usize;
+            self.credit -= m as f64;
+            m
+        };
+        let mut m = m;
         if m == 0 && self.since_repair >= PROBE_EVERY {
             m = 1;
         }
@@ -189,7 +220,9 @@ mod tests {
             assert!(!s.on_sent(ms(k as u64 * 3), seg, &p(), wait, 100));
         }
         assert_eq!(s.deadline(), Some(ms(10)));
-        let c = s.close(|n| if n >= 4 { 1.0 } else { 0.0 }).unwrap();
+        let c = s
+            .close(ms(10), false, |n, _| if n >= 4 { 1.0 } else { 0.0 })
+            .unwrap();
         assert_eq!((c.from, c.interval, c.to, c.repairs), (0, 0, 3, 1));
         let r = s.pop_ready().unwrap();
         assert_eq!((r.first, r.count), (0, 4));
@@ -197,7 +230,7 @@ mod tests {
         for seg in 4..7u64 {
             s.on_sent(ms(12 + seg), seg, &p(), wait, 100);
         }
-        let c = s.close(|_| 2.0).unwrap();
+        let c = s.close(ms(30), false, |_, _| 2.0).unwrap();
         assert_eq!((c.from, c.interval, c.to, c.repairs), (0, 4, 6, 2));
         let r = s.pop_ready().unwrap();
         assert_eq!((r.first, r.count), (0, 7), "covers the interval before too");
@@ -205,8 +238,36 @@ mod tests {
         for seg in 7..9u64 {
             s.on_sent(ms(30 + seg), seg, &p(), wait, 100);
         }
-        s.close(|_| 1.0);
+        s.close(ms(45), false, |_, _| 1.0);
         assert_eq!(s.pop_ready().unwrap().first, 4, "two intervals, no more");
+    }
+
+    #[test]
+    fn an_interval_of_a_stream_that_paused_or_ended_is_sized_alone() {
+        let wait = Duration::from_millis(10);
+        let sized = |s: &mut StreamRepairs, now, ended| {
+            let mut seen = None;
+            s.close(now, ended, |_, sizing| {
+                seen = Some(sizing);
+                1.0
+            });
+            while s.pop_ready().is_some() {}
+            seen.unwrap()
+        };
+        let mut s = StreamRepairs::default();
+        // Sending through the interval: the next interval follows at once.
+        for t in [0, 4, 8] {
+            s.on_sent(ms(t), t, &p(), wait, 100);
+        }
+        assert_eq!(sized(&mut s, ms(10), false), Sizing::Pooled);
+        // One request, then silence for the rest of the interval.
+        s.on_sent(ms(20), 20, &p(), wait, 100);
+        assert_eq!(sized(&mut s, ms(30), false), Sizing::Alone);
+        // The last interval of a stream that ends.
+        for t in [40, 44, 48] {
+            s.on_sent(ms(t), t, &p(), wait, 100);
+        }
+        assert_eq!(sized(&mut s, ms(50), true), Sizing::Alone);
     }
 
     #[test]
@@ -225,7 +286,7 @@ mod tests {
         let mut repairs = 0;
         for seg in 0..(PROBE_EVERY as u64 * 4) {
             s.on_sent(ms(seg), seg, &p(), wait, 1);
-            s.close(|_| 0.0);
+            s.close(ms(seg), false, |_, _| 0.0);
             while s.pop_ready().is_some() {
                 repairs += 1;
             }
