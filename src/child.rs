@@ -14,7 +14,8 @@ impl Drop for Killed {
     }
 }
 
-/// Spawns `cmd` and reads its first stdout line.
+/// Spawns `cmd` and reads its first stdout line; the rest stays in the pipe for the
+/// caller, who must read it if the child writes more than the pipe holds.
 pub fn spawn_with_line(mut cmd: Command) -> Result<(Killed, String), String> {
     let mut child = cmd
         .stdout(Stdio::piped())
@@ -26,4 +27,15 @@ pub fn spawn_with_line(mut cmd: Command) -> Result<(Killed, String), String> {
         .read_line(&mut line)
         .map_err(|e| e.to_string())?;
     Ok((Killed(child), line))
+}
+
+/// Spawns `cmd` and reads its first stdout line; the rest of its output is read and
+/// dropped, so a server that reports every test never blocks on a full pipe and stalls
+/// the benchmark.
+pub fn spawn_with_line_rest_dropped(cmd: Command) -> Result<(Killed, String), String> {
+    let (mut child, line) = spawn_with_line(cmd)?;
+    if let Some(mut out) = child.0.stdout.take() {
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    }
+    Ok((child, line))
 }

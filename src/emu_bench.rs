@@ -5,7 +5,7 @@
 //! a delay test, a paced stream's delivery delay or exchanges' round trips, and the bytes
 //! each contender put on the link per byte of the test.
 
-use crate::child::{spawn_with_line, Killed};
+use crate::child::{spawn_with_line_rest_dropped, Killed};
 use crate::emu_cli::counts_json;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -274,7 +274,7 @@ fn start_server(exe: &Path, ns: &str, key: &Path) -> Result<Killed, String> {
         .arg(format!("{}:5201", emu::ADDR_B))
         .arg("--key-file")
         .arg(key);
-    let (server, line) = spawn_with_line(cmd)?;
+    let (server, line) = spawn_with_line_rest_dropped(cmd)?;
     if !line.contains("listening") {
         return Err(format!("the perf server did not start: {line}"));
     }
@@ -304,10 +304,23 @@ fn perf(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run perf: {e}"))?;
+    // Read while it runs: a long test's JSON outgrows the pipe's buffer, and a child
+    // blocked on a full pipe never exits.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|r| Box::new(r) as _));
+    let stderr = drain(child.stderr.take().map(|r| Box::new(r) as _));
     // Polling the child is fine: runs last seconds, and 10 ms is far below their spread.
-    loop {
-        if child.try_wait().map_err(|e| e.to_string())?.is_some() {
-            break;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
         }
         if start.elapsed() > limit {
             let _ = child.kill();
@@ -315,17 +328,18 @@ fn perf(
             return Ok(None);
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
+    };
     let secs = start.elapsed().as_secs_f64();
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if !out.status.success() {
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if !status.success() {
         return Err(format!(
             "perf {}: {}",
             args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
+            String::from_utf8_lossy(&stderr).trim()
         ));
     }
-    let v = serde_json::from_slice(&out.stdout).map_err(|e| format!("perf output: {e}"))?;
+    let v = serde_json::from_slice(&stdout).map_err(|e| format!("perf output: {e}"))?;
     Ok(Some((v, secs)))
 }
 

@@ -3,7 +3,7 @@
 //! `benches/quinn-bulk` moving the same bytes. Reports Gb/s and bytes per CPU-second of
 //! each side, and tcpfec's ratio to quinn.
 
-use crate::child::spawn_with_line;
+use crate::child::{spawn_with_line, spawn_with_line_rest_dropped};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ pub fn tcpfec_perf(exe: &Path, key: &Path, scheme: &str, bytes: u64) -> Result<M
             "--key-file",
         ])
         .arg(key);
-    let (_server, line) = spawn_with_line(server)?;
+    let (_server, line) = spawn_with_line_rest_dropped(server)?;
     let v: Value = serde_json::from_str(&line).map_err(|e| format!("perf server: {e}: {line}"))?;
     let addr = v["addr"]
         .as_str()

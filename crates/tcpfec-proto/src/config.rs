@@ -399,7 +399,7 @@ fn parse_auto(name: &str) -> Result<Scheme, String> {
         _ => rest,
     };
     // Streams protected by blocks closed early instead of the window code (the two
-    // compared in docs/auto.md, "On time").
+    // compared in docs/on-time.md).
     let (rest, stream_code) = match rest.strip_suffix("-blocks") {
         Some(r) => (r, StreamCode::Blocks),
         None => (rest, StreamCode::Window),

@@ -603,7 +603,7 @@ impl Sender {
             let ended = self.fin_requested;
             // A stream's interval ends at once when the stream has ended; a pause leaves
             // it open until its deadline, so that its repairs leave apart from its last
-            // packet rather than in the same loss burst (docs/auto.md, "On time").
+            // packet rather than in the same loss burst (docs/on-time.md).
             if ended && self.stream.as_ref().is_some_and(|s| s.is_open()) {
                 self.close_stream_interval(now);
                 return self.poll_window_repair(now).map(Outgoing::WindowRepair);

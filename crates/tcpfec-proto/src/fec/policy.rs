@@ -102,7 +102,7 @@ pub struct FecConfig {
     pub quiet_surplus_repairs: bool,
     /// Repair on time for streams: while the application limits the sender, repairs
     /// leave by time (a share of the delay budget after a packet) rather than by count
-    /// (`auto` only; docs/auto.md, "On time").
+    /// (`auto` only; docs/on-time.md).
     pub stream: Option<StreamRepair>,
     /// A redundancy controller that changes the groups during the connection.
     pub adaptive: Option<Adaptive>,
