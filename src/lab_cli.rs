@@ -44,6 +44,12 @@ pub struct SimArgs {
     /// Queue limit of links leaving hosts, packets, or inf [default: same as --buffer].
     #[arg(long, allow_hyphen_values = true)]
     host_buffer: Option<String>,
+    /// Random delay, uniform from 0 to this, added to every packet a host sends (order
+    /// kept), e.g. 240us: breaks the phase locking of a deterministic drop-tail queue,
+    /// where one flow's ACK-clocked packets take every slot that frees and another's
+    /// always find the queue full (ns-2's overhead_) [default: 0].
+    #[arg(long, allow_hyphen_values = true)]
+    host_jitter: Option<String>,
     /// Data packet size on the wire, 40-byte header included [default: 1500].
     #[arg(long, allow_hyphen_values = true)]
     packet_size: Option<String>,
@@ -171,6 +177,7 @@ impl SimArgs {
             ("access-delay", &self.access_delay),
             ("buffer", &self.buffer),
             ("host-buffer", &self.host_buffer),
+            ("host-jitter", &self.host_jitter),
             ("packet-size", &self.packet_size),
             ("loss", &self.loss),
             ("ge", &self.ge),

@@ -18,6 +18,7 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("access-delay", Some("1ms")),
     ("buffer", Some("50")),
     ("host-buffer", None),
+    ("host-jitter", None),
     ("packet-size", Some("1500")),
     ("loss", Some("0.05%")),
     ("ge", None),
@@ -425,6 +426,7 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
                     field(a, parse_count(v))?
                 })
             }
+            "host-jitter" => sc.send_jitter = field(a, parse_duration(v))?,
             "packet-size" => sc.packet_size = field(a, parse_count(v))?,
             "loss" => sc.loss = LossSpec::bernoulli(field(a, parse_probability(v))?),
             "ge" => sc.loss = field(a, LossSpec::parse_ge(v))?,

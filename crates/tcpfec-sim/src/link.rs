@@ -7,6 +7,7 @@
 //! the transmitter; the packet being serialised is not in the queue (as in ns-2 and ns-3).
 
 use crate::loss::LossModel;
+use crate::rng::Rng;
 use std::collections::VecDeque;
 
 /// Outcome of offering a packet to a link.
@@ -38,6 +39,10 @@ pub struct Link {
     pub random_drops: u64,
     /// Packets accepted for transmission.
     pub accepted: u64,
+    /// Random delay added to each packet's arrival, uniform below `jitter_ns`, and the
+    /// last arrival (a later packet never overtakes it).
+    jitter: Option<(u64, Rng)>,
+    last_arrival: u64,
 }
 
 impl Link {
@@ -60,7 +65,15 @@ impl Link {
             queue_drops: 0,
             random_drops: 0,
             accepted: 0,
+            jitter: None,
+            last_arrival: 0,
         }
+    }
+
+    /// Delays each packet's arrival by a random time, uniform below `jitter_ns`, keeping
+    /// the order of the packets (`Scenario::send_jitter`).
+    pub fn set_jitter(&mut self, jitter_ns: u64, rng: Rng) {
+        self.jitter = (jitter_ns > 0).then_some((jitter_ns, rng));
     }
 
     /// Serialisation time of `bytes` in ns.
@@ -102,7 +115,13 @@ impl Link {
             self.random_drops += 1;
             return Offer::Lost;
         }
-        Offer::Arrives(finish + self.delay_ns)
+        let mut arrival = finish + self.delay_ns;
+        if let Some((most, rng)) = self.jitter.as_mut() {
+            arrival += (rng.uniform() * *most as f64) as u64;
+            arrival = arrival.max(self.last_arrival);
+            self.last_arrival = arrival;
+        }
+        Offer::Arrives(arrival)
     }
 }
 
@@ -121,6 +140,27 @@ mod tests {
             cap,
             LossModel::new(LossSpec::None, Rng::new(0, 0)),
         )
+    }
+
+    #[test]
+    fn send_jitter_delays_each_packet_within_its_bound_and_keeps_the_order() {
+        let mut l = link(usize::MAX);
+        l.set_jitter(500_000, Rng::new(7, 1));
+        let mut last = 0;
+        let mut delayed = 0;
+        for k in 0..1000u64 {
+            // One packet every 2 ms: each leaves at once, 1 ms on the wire + 10 ms.
+            let now = k * 2_000_000;
+            let Offer::Arrives(t) = l.offer(now, 1000) else {
+                panic!("dropped")
+            };
+            let plain = now + 1_000_000 + 10_000_000;
+            assert!(t >= plain && t < plain + 500_000, "{t} vs {plain}");
+            assert!(t >= last, "order kept");
+            delayed += u64::from(t > plain);
+            last = t;
+        }
+        assert!(delayed > 900, "nearly every packet is delayed: {delayed}");
     }
 
     /// Runs of consecutive losses among `n` packets of 1000 bytes offered every `gap_ns`

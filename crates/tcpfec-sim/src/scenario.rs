@@ -110,6 +110,11 @@ pub struct Scenario {
     /// Queue limit of links leaving a host, packets (`None`: same as `buffer`). Sato ch. 5
     /// gives end nodes unlimited buffers.
     pub host_buffer: Option<u32>,
+    /// Largest random delay added to a packet leaving a host (uniform, order kept): a
+    /// deterministic drop-tail queue locks into phases where one flow's ACK-clocked
+    /// packets take every slot that frees and another's always find it full (Floyd and
+    /// Jacobson's phase effects; ns-2's `overhead_`). Zero by default.
+    pub send_jitter: Duration,
     /// Size of a full data packet on the wire, headers included.
     pub packet_size: u32,
     /// Random loss on the bottleneck in the data direction (R1 → R2).
@@ -173,6 +178,7 @@ impl Default for Scenario {
             access_delay: (Duration::from_millis(1), Duration::from_millis(1)),
             buffer: 50,
             host_buffer: None,
+            send_jitter: Duration::ZERO,
             packet_size: 1500,
             loss: LossSpec::Bernoulli { p: 0.0005 },
             reverse_loss: LossSpec::None,
@@ -287,6 +293,12 @@ impl Scenario {
             return Err(format!(
                 "--delay: {:?} is longer than the maximum of {MAX_DELAY:?}",
                 self.delay
+            ));
+        }
+        if self.send_jitter > MAX_DELAY {
+            return Err(format!(
+                "--host-jitter: {:?} is longer than the maximum of {MAX_DELAY:?}",
+                self.send_jitter
             ));
         }
         if self.access_delay.1 > MAX_DELAY {

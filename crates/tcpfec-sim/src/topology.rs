@@ -7,6 +7,8 @@ use crate::scenario::{Scenario, Topology};
 
 /// Random stream numbers: one per link direction, counted from here.
 const LINK_STREAM_BASE: u64 = 1000;
+/// Random streams of the hosts' send jitter, one per link, apart from the loss streams.
+const JITTER_STREAM_BASE: u64 = 1_000_000;
 
 /// The built network.
 ///
@@ -148,8 +150,12 @@ impl<'a> Builder<'a> {
         let stream = LINK_STREAM_BASE + self.links.len() as u64;
         let model = LossModel::new(loss, Rng::new(self.sc.seed, stream));
         let delay_ns = delay.as_nanos() as u64;
-        self.links
-            .push(Link::new(b, bps, delay_ns, self.queue_limit(a), model));
+        let mut link = Link::new(b, bps, delay_ns, self.queue_limit(a), model);
+        if self.is_host[a as usize] && !self.sc.send_jitter.is_zero() {
+            let rng = Rng::new(self.sc.seed, JITTER_STREAM_BASE + self.links.len() as u64);
+            link.set_jitter(self.sc.send_jitter.as_nanos() as u64, rng);
+        }
+        self.links.push(link);
         self.from.push(a);
     }
 
