@@ -68,6 +68,8 @@ pub struct Plan {
     pub json: bool,
     /// A delay test instead of bulk and completion runs.
     pub delay: Option<DelayTest>,
+    /// Instead: each contender against one kernel TCP flow of this congestion control.
+    pub against: Option<String>,
 }
 
 /// A test of delay rather than throughput.
@@ -176,13 +178,30 @@ pub fn run(plan: &Plan) -> Result<(), String> {
         .write_new(&key)
         .map_err(|e| format!("{}: {e}", key.display()))?;
     let bdp = (plan.rate as f64 * plan.rtt.as_secs_f64() / 8.0 / 1500.0) as usize;
-    if let (Some(d), false) = (&plan.delay, plan.json) {
+    if !plan.json {
         println!(
             "emulated link (tcpfec emu): {} Mb/s, RTT {:?}, drop-tail queue {} packets (1 BDP), loss a -> b",
             plan.rate as f64 / 1e6,
             plan.rtt,
             bdp.max(64)
         );
+    }
+    if let (Some(cc), false) = (&plan.against, plan.json) {
+        println!(
+            "each transport and one kernel TCP {cc} flow (`tcpfec perf --tcp --congestion {cc}`) \
+             started together for {:.0} s; goodput after the first third",
+            plan.seconds
+        );
+        println!(
+            "{:<w$} {:>12} {:>10} {:>10} {:>8}",
+            "transport",
+            "loss",
+            "Mb/s",
+            format!("{cc} Mb/s"),
+            "ratio",
+            w = plan.label_width()
+        );
+    } else if let (Some(d), false) = (&plan.delay, plan.json) {
         println!(
             "`tcpfec perf {}` in the namespaces; delays in ms; wire: bytes the sender put on the link (a -> b) per byte of the test, less one",
             d.args(plan.seconds).join(" ")
@@ -201,12 +220,6 @@ pub fn run(plan: &Plan) -> Result<(), String> {
             w = plan.label_width()
         );
     } else if !plan.json {
-        println!(
-            "emulated link (tcpfec emu): {} Mb/s, RTT {:?}, drop-tail queue {} packets (1 BDP), loss a -> b",
-            plan.rate as f64 / 1e6,
-            plan.rtt,
-            bdp.max(64)
-        );
         println!(
             "bulk: {:.0} s of `tcpfec perf`, goodput over all of it and after the first third; \
              {} MB: wall time of `tcpfec perf -n` from the client's start",
@@ -242,6 +255,11 @@ pub fn run(plan: &Plan) -> Result<(), String> {
         .map_err(|e| format!("emu: {e}"))?;
         let server = start_server(&exe, emu.b.name(), &key)?;
         for c in &plan.contenders {
+            if let Some(cc) = &plan.against {
+                let (own, other) = against_run(&exe, &emu, &key, c, cc, plan)?;
+                report_against(plan, l, c, cc, own, other);
+                continue;
+            }
             if let Some(d) = &plan.delay {
                 let (before, _) = emu.counts();
                 let v = delay_run(&exe, &emu, &key, c, d, plan)?;
@@ -366,6 +384,63 @@ fn measure(
         bulk_counts,
         completion,
     })
+}
+
+/// `c` and one kernel TCP flow of congestion control `cc`, started together for the
+/// plan's seconds: each one's goodput (Mb/s) after the first third.
+fn against_run(
+    exe: &Path,
+    emu: &Emulator,
+    key: &Path,
+    c: &Contender,
+    cc: &str,
+    plan: &Plan,
+) -> Result<(f64, f64), String> {
+    let limit = Duration::from_secs_f64(plan.seconds * 3.0 + 60.0);
+    let seconds = plan.seconds.to_string();
+    let mut own = c.args(key);
+    own.extend(["-t".into(), seconds.clone()]);
+    let other = Contender::Tcp(cc.to_string()).args(key);
+    let other: Vec<String> = other.into_iter().chain(["-t".into(), seconds]).collect();
+    let ns = emu.a.name().to_string();
+    let (exe2, ns2) = (exe.to_path_buf(), ns.clone());
+    let competitor = std::thread::spawn(move || perf(&exe2, &ns2, &other, limit));
+    let mine = perf(exe, &ns, &own, limit);
+    let theirs = competitor
+        .join()
+        .map_err(|_| "the competing flow's thread failed".to_string())?;
+    let warm = plan.seconds / 3.0;
+    let goodput = |r: Result<Option<(Value, f64)>, String>, who: &str| match r? {
+        Some((v, _)) => Ok(goodputs(&v, warm).1),
+        None => Err(format!("{who}: the run did not end")),
+    };
+    Ok((goodput(mine, &c.label())?, goodput(theirs, cc)?))
+}
+
+/// One line (or JSON object) of an `--against` run.
+fn report_against(plan: &Plan, l: LossSpec, c: &Contender, cc: &str, own: f64, other: f64) {
+    let ratio = own / other.max(1e-9);
+    if plan.json {
+        println!(
+            "{}",
+            json!({
+                "bench": "emu-against", "transport": c.label(), "against": cc,
+                "loss": l.mean_loss(), "loss_model": l, "rate_bps": plan.rate,
+                "rtt_ms": plan.rtt.as_secs_f64() * 1e3, "seconds": plan.seconds,
+                "goodput_mbps": own, "against_goodput_mbps": other, "ratio": ratio,
+            })
+        );
+        return;
+    }
+    println!(
+        "{:<w$} {:>12} {:>10.1} {:>10.1} {:>8.2}",
+        c.label(),
+        l.label(),
+        own,
+        other,
+        ratio,
+        w = plan.label_width()
+    );
 }
 
 /// One delay test of `c`: `perf`'s JSON.

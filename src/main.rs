@@ -46,7 +46,7 @@ enum Command {
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
     /// Built in: sato-ch3, sato-ch4, sato-ch5, anker, ferlin, teshima, botos, adaptive,
-    /// latency. A path to a TOML file works too.
+    /// latency, coexistence. A path to a TOML file works too.
     Reproduce {
         /// Experiment id or TOML file.
         experiment: String,

@@ -67,6 +67,11 @@ pub struct NetBenchArgs {
     /// default 100): round-trip percentiles.
     #[arg(long, requires = "emu")]
     rr: bool,
+    /// With --emu: instead of bulk and 10 MB, each contender against one kernel TCP flow
+    /// of this congestion control (e.g. cubic), both started together for --seconds:
+    /// their goodputs after the first third, and the ratio.
+    #[arg(long, value_name = "CC", requires = "emu", conflicts_with_all = ["rr", "stream"])]
+    against: Option<String>,
     /// Bytes per message of --stream or per request and response of --rr.
     #[arg(long, value_name = "SIZE", requires = "emu")]
     length: Option<u32>,
@@ -398,6 +403,7 @@ pub fn run(a: NetBenchArgs) -> Result<(), String> {
             limit: Duration::from_secs(120),
             contenders: crate::emu_bench::contenders(a.schemes.as_deref())?,
             json: a.json,
+            against: a.against.clone(),
             delay: match (&a.stream, a.rr) {
                 (Some(r), _) => Some(crate::emu_bench::DelayTest::Stream {
                     rate: r.clone(),

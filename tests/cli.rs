@@ -340,7 +340,16 @@ fn demo_writes_a_table_and_a_figure() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).unwrap();
-    for scheme in ["tahoe", "newreno", "sack", "cubic", "anker-8-1", "auto"] {
+    for scheme in [
+        "tahoe",
+        "newreno",
+        "sack",
+        "cubic",
+        "bbr1",
+        "bbr",
+        "anker-8-1",
+        "auto",
+    ] {
         assert!(text.contains(scheme), "{text}");
     }
     // FEC on this path is the point of the demo: auto must close most of the gap.
@@ -352,13 +361,19 @@ fn demo_writes_a_table_and_a_figure() {
         .and_then(|v| v.parse().ok())
         .expect("auto's line says how much of the gap it closes");
     assert!(closed > 50.0, "{text}");
+    // And it says where it stands against BBR, the best without FEC on this path.
+    let auto_line = text.lines().find(|l| l.starts_with("auto:")).unwrap();
+    assert!(
+        auto_line.contains("the best scheme without FEC (bbr"),
+        "{auto_line}"
+    );
     let svg = std::fs::read_to_string(dir.join("cwnd.svg")).unwrap();
     assert!(
         svg.contains("<svg") && svg.contains("polyline"),
         "not a line plot"
     );
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 7, "header + 6 schemes");
+    assert_eq!(csv.lines().count(), 9, "header + 8 schemes");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -34,6 +34,10 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../../experiments/adaptive.toml"),
     ),
     ("latency", include_str!("../../../experiments/latency.toml")),
+    (
+        "coexistence",
+        include_str!("../../../experiments/coexistence.toml"),
+    ),
 ];
 
 #[derive(Debug, Deserialize)]

@@ -374,13 +374,14 @@ const AUTO_FLIGHT_END_WAIT: f64 = 0.125;
 /// points (docs/on-time.md).
 const AUTO_STREAM_WAIT: f64 = 0.5;
 
-/// Parses `auto[-BASE][-tTARGET]`: Reed-Solomon blocks sized from the measured channel
-/// (`fec::auto`, docs/auto.md) over BASE's congestion control, BBR v3 by default, to a
-/// block-failure probability of TARGET (default 1e-3). Recovered losses are hidden from
-/// the controller as in Anker's schemes; blocks close at the end of a flight so the tail
-/// of a transfer is protected.
+/// Parses `auto[-BASE][-blocks][-greedy][-tTARGET]`: Reed-Solomon blocks sized from the
+/// measured channel (`fec::auto`, docs/auto.md) over BASE's congestion control, BBR v3 by
+/// default, to a block-failure probability of TARGET (default 1e-3). Recovered losses are
+/// hidden from the controller as in Anker's schemes; blocks close at the end of a flight
+/// so the tail of a transfer is protected. Over a base that models the path (BBR), losses
+/// at a full queue beyond the channel's cap the flight as CUBIC would (`-greedy`: not).
 fn parse_auto(name: &str) -> Result<Scheme, String> {
-    let usage = "write auto[-BASE][-blocks][-tTARGET] (e.g. auto-bbr1, auto-blocks, auto-t0.01)";
+    let usage = "write auto[-BASE][-blocks][-greedy][-tTARGET] (e.g. auto-bbr1, auto-blocks, auto-greedy, auto-t0.01)";
     let rest = name.strip_prefix("auto").unwrap_or_default();
     let mut p = crate::fec::auto::AutoParams::default();
     // The target may itself hold a dash (1e-4); a base never ends in "-t" and a number.
@@ -397,6 +398,14 @@ fn parse_auto(name: &str) -> Result<Scheme, String> {
             before
         }
         _ => rest,
+    };
+    // BBR's own answer to loss only, without the CUBIC-like cap (docs/coexistence.md).
+    let rest = match rest.strip_suffix("-greedy") {
+        Some(r) => {
+            p.yield_to_congestion = false;
+            r
+        }
+        None => rest,
     };
     // Streams protected by blocks closed early instead of the window code (the two
     // compared in docs/on-time.md).

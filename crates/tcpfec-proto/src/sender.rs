@@ -1,11 +1,11 @@
 //! The sending half: segmentation, the retransmission timer, and loss recovery
 //! (Tahoe, Reno, NewReno, SACK) on top of a window-growth rule.
 
-use crate::cc::{AckEvent, CongestionControl};
+use crate::cc::{AckEvent, CongestionCap, CongestionControl};
 use crate::config::{Config, Recovery};
 use crate::fec::window::WindowRepair;
 use crate::fec::{
-    Controller, Encoder, FecConfig, FeedbackDelta, RepairOut, SenderTotals, StreamCode,
+    Adaptive, Controller, Encoder, FecConfig, FeedbackDelta, RepairOut, SenderTotals, StreamCode,
     StreamRepairs,
 };
 use crate::rtt::RttEstimator;
@@ -149,6 +149,8 @@ pub(crate) struct Sender {
     retransmitted_order: VecDeque<RetransmissionSent>,
     /// The tail loss probe, for schemes that use one (`Scheme::tail_loss_probe`).
     tlp: Option<TailLossProbe>,
+    /// `auto`'s CUBIC-like answer to congestion losses, capping the flight.
+    congestion_cap: Option<CongestionCap>,
     /// The receiver's delayed-ACK timeout, if it delays ACKs (the probe waits it out).
     peer_delack: Option<Duration>,
     pub repairs_sent: u64,
@@ -203,6 +205,8 @@ impl Sender {
         }
         let rto_floor = rto_variance_floor(cfg, cc.as_ref());
         let event_driven = cc.wants_ack_events();
+        // A window controller already reduces for the congestion losses reported.
+        let models_path = cc.models_path();
         Sender {
             sb: Scoreboard::default(),
             unsent: VecDeque::new(),
@@ -259,6 +263,13 @@ impl Sender {
             rtt_this_ack: None,
             retransmitted_order: VecDeque::new(),
             tlp: cfg.scheme.tail_loss_probe.then(TailLossProbe::default),
+            congestion_cap: cfg
+                .scheme
+                .fec
+                .and_then(|f| f.adaptive)
+                .is_some_and(|a| matches!(a, Adaptive::Auto(p) if p.yield_to_congestion))
+                .then(CongestionCap::default)
+                .filter(|_| models_path),
             peer_delack: cfg.delayed_ack.then_some(cfg.delayed_ack_timeout),
             repairs_sent: 0,
             data_packets_sent: 0,
@@ -533,6 +544,7 @@ impl Sender {
         } else {
             None
         };
+
         let Some(rate) = rate else {
             return self.poll_window(now);
         };
@@ -559,6 +571,9 @@ impl Sender {
     #[inline]
     fn poll_window(&mut self, now: Instant) -> Option<Outgoing> {
         let mut cwnd = self.cc.cwnd();
+        if let Some(cap) = self.congestion_cap.as_ref().and_then(|c| c.limit()) {
+            cwnd = cwnd.min(cap);
+        }
         // TCP-TFEC and TCP-AFEC with a target rate send no faster than the target needs.
         if let (Some(c), Some(r)) = (self.control.as_ref(), self.target_rate_bps) {
             if let Some(cap) = c.window_cap(r, self.smoothed_rtt(), self.mss) {
@@ -1070,6 +1085,11 @@ impl Sender {
         } else {
             self.cc.on_ack(now, acked, self.rtt.srtt());
         }
+        let rtt = self.rtt.latest().zip(self.rtt.min_rtt());
+        if let Some(c) = self.congestion_cap.as_mut() {
+            let (una, nxt) = (self.sb.una(), self.sb.nxt());
+            c.on_ack(now, (una, nxt), rtt, acked, self.rtt.srtt());
+        }
         if self.sb.outstanding() > 0 {
             self.arm_rto(now);
         } else {
@@ -1203,6 +1223,17 @@ impl Sender {
         };
         let r = c.on_feedback(now, fb, d, totals, in_recovery);
         let congestion_lost = c.as_auto().map(|a| a.congestion_lost);
+        let report = c.as_auto().map(|a| (a.last_congestion, a.estimate()));
+        let (flight, una, nxt) = (self.pipe() as f64, self.sb.una(), self.sb.nxt());
+        let rtt = self.rtt.latest().zip(self.rtt.min_rtt());
+        let model = (self.cc.started_up(), self.cc.bdp_segments());
+        if let (Some(cap), Some(((lost, packets), est)), Some(rtt)) =
+            (self.congestion_cap.as_mut(), report, rtt)
+        {
+            let channel = (est.loss_rate, est.mean_burst);
+            let span = (una, nxt);
+            cap.on_report(now, span, flight, rtt, model, lost, packets, channel);
+        }
         if let Some(packets) = congestion_lost {
             self.on_congestion_losses_reported(now, packets);
         }

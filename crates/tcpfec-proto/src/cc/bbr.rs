@@ -799,6 +799,15 @@ impl CongestionControl for Bbr {
         self.restore_cwnd();
         self.publish();
     }
+    fn started_up(&self) -> bool {
+        self.full_bw_reached
+    }
+    fn bdp_segments(&self) -> Option<f64> {
+        // The filtered maximum, not the loss-bounded `bw`: a lossy path's rounds keep
+        // `bw_lo` below the path's rate.
+        self.min_rtt
+            .map(|r| self.max_bw * r.as_secs_f64() / self.mss)
+    }
     fn models_path(&self) -> bool {
         true
     }

@@ -325,6 +325,12 @@ impl CongestionControl for Bbr1 {
         self.cwnd = self.cwnd.max(self.prior_cwnd);
         self.publish();
     }
+    fn started_up(&self) -> bool {
+        self.filled_pipe
+    }
+    fn bdp_segments(&self) -> Option<f64> {
+        self.min_rtt.map(|_| self.bdp(1.0) / self.mss)
+    }
     fn models_path(&self) -> bool {
         true
     }

@@ -6,6 +6,7 @@
 
 mod bbr;
 mod bbr1;
+mod coexist;
 mod cubic;
 mod filter;
 mod recovery;
@@ -13,6 +14,7 @@ mod reno;
 
 pub use bbr::{Bbr, BbrState};
 pub use bbr1::{Bbr1, Bbr1State};
+pub use coexist::{CongestionCap, CongestionTally};
 pub use cubic::Cubic;
 pub use reno::Reno;
 
@@ -102,6 +104,17 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     /// ECN-Echo to them and does not apply window arithmetic of its own.
     fn models_path(&self) -> bool {
         false
+    }
+    /// False while a path-modelling controller is still in its start-up (BBR's Startup):
+    /// its queue grows every round then, and losses read at the queue's peak are no sign
+    /// of another flow.
+    fn started_up(&self) -> bool {
+        true
+    }
+    /// A path-modelling controller's estimate of the path's BDP in segments (its
+    /// bandwidth estimate times its minimum RTT), once it has one.
+    fn bdp_segments(&self) -> Option<f64> {
+        None
     }
     /// The rate to pace at, payload bytes per second; `None` sends as the window opens.
     fn pacing_rate(&self) -> Option<f64> {

@@ -41,6 +41,10 @@ pub struct AutoParams {
     /// the packets in repair to meet 10⁻³ and left 6.8 Mb/s; retransmitting what a
     /// 1/17 target leaves moves 8.8. Off when the target is given (`auto-tT`).
     pub price_failures: bool,
+    /// Answer congestion as CUBIC does: a round whose losses at a full queue exceed the
+    /// channel's caps the flight at 0.7 of itself, regrowing along CUBIC's curve
+    /// (`cc::CongestionCap`). Off: BBR's own 2 % loss tolerance only (`auto-greedy`).
+    pub yield_to_congestion: bool,
 }
 
 impl Default for AutoParams {
@@ -52,6 +56,7 @@ impl Default for AutoParams {
             block_share_when_met: 0.5,
             max_overhead: 1.0 / 3.0,
             price_failures: true,
+            yield_to_congestion: true,
         }
     }
 }
@@ -118,6 +123,9 @@ pub struct AutoControl {
     pipe: f64,
     /// Packets the receiver counted as congestion drops, in total.
     pub congestion_lost: u64,
+    /// The last report's congestion drops and the packets that met a full queue, lost or
+    /// not (`cc::CongestionCap` weighs them against the channel).
+    pub last_congestion: (u64, u64),
     /// Repairs for a group of n retransmissions, by n (`retransmission_repairs`).
     retransmission_repairs: Vec<u8>,
     /// Repairs for two intervals of n packets of a stream, by n (`stream_repairs`).
@@ -147,6 +155,7 @@ impl AutoControl {
             code,
             pipe: 0.0,
             congestion_lost: 0,
+            last_congestion: (0, 0),
             retransmission_repairs: Vec::new(),
             stream_repairs: Vec::new(),
             lone_interval_repairs: Vec::new(),
@@ -187,6 +196,7 @@ impl AutoControl {
         window: f64,
         stream_block: Option<usize>,
     ) -> Option<CodeSize> {
+        self.last_congestion = (0, 0);
         let loss = fb.loss?;
         // The first report is only the baseline the next ones are measured from.
         let prev = self.last.replace(fb)?;
@@ -205,6 +215,7 @@ impl AutoControl {
             return None; // an older report overtaken by a newer one
         }
         self.congestion_lost += congestion_lost;
+        self.last_congestion = (congestion_lost, congestion_lost + congestion_received);
         // The channel is measured on the packets that met a queue with room only: the
         // losses at a full queue are left out, so must the arrivals be.
         let received = received.saturating_sub(congestion_received);
