@@ -400,8 +400,8 @@ fn against_run(
     let seconds = plan.seconds.to_string();
     let mut own = c.args(key);
     own.extend(["-t".into(), seconds.clone()]);
-    let other = Contender::Tcp(cc.to_string()).args(key);
-    let other: Vec<String> = other.into_iter().chain(["-t".into(), seconds]).collect();
+    let mut other = Contender::Tcp(cc.to_string()).args(key);
+    other.extend(["-t".into(), seconds]);
     let ns = emu.a.name().to_string();
     let (exe2, ns2) = (exe.to_path_buf(), ns.clone());
     let competitor = std::thread::spawn(move || perf(&exe2, &ns2, &other, limit));

@@ -1085,8 +1085,8 @@ impl Sender {
         } else {
             self.cc.on_ack(now, acked, self.rtt.srtt());
         }
-        let rtt = self.rtt.latest().zip(self.rtt.min_rtt());
         if let Some(c) = self.congestion_cap.as_mut() {
+            let rtt = self.rtt.latest().zip(self.rtt.min_rtt());
             let (una, nxt) = (self.sb.una(), self.sb.nxt());
             c.on_ack(now, (una, nxt), rtt, acked, self.rtt.srtt());
         }
@@ -1223,17 +1223,7 @@ impl Sender {
         };
         let r = c.on_feedback(now, fb, d, totals, in_recovery);
         let congestion_lost = c.as_auto().map(|a| a.congestion_lost);
-        let report = c.as_auto().map(|a| (a.last_congestion, a.estimate()));
-        let (flight, una, nxt) = (self.pipe() as f64, self.sb.una(), self.sb.nxt());
-        let rtt = self.rtt.latest().zip(self.rtt.min_rtt());
-        let model = (self.cc.started_up(), self.cc.bdp_segments());
-        if let (Some(cap), Some(((lost, packets), est)), Some(rtt)) =
-            (self.congestion_cap.as_mut(), report, rtt)
-        {
-            let channel = (est.loss_rate, est.mean_burst);
-            let span = (una, nxt);
-            cap.on_report(now, span, flight, rtt, model, lost, packets, channel);
-        }
+        self.feed_congestion_cap(now);
         if let Some(packets) = congestion_lost {
             self.on_congestion_losses_reported(now, packets);
         }
@@ -1250,6 +1240,26 @@ impl Sender {
             if let Some(k) = r.repairs {
                 enc.set_repairs(k);
             }
+        }
+    }
+
+    /// Passes the receiver's latest congestion report to `auto`'s cap, if it has one.
+    fn feed_congestion_cap(&mut self, now: Instant) {
+        if self.congestion_cap.is_none() {
+            return;
+        }
+        let auto = self.control.as_ref().and_then(|c| c.as_auto());
+        let Some(((lost, packets), est)) = auto.map(|a| (a.last_congestion, a.estimate())) else {
+            return;
+        };
+        let Some(rtt) = self.rtt.latest().zip(self.rtt.min_rtt()) else {
+            return;
+        };
+        let (flight, span) = (self.pipe() as f64, (self.sb.una(), self.sb.nxt()));
+        let model = (self.cc.started_up(), self.cc.bdp_segments());
+        let channel = (est.loss_rate, est.mean_burst);
+        if let Some(cap) = self.congestion_cap.as_mut() {
+            cap.on_report(now, span, flight, rtt, model, lost, packets, channel);
         }
     }
 

@@ -268,6 +268,16 @@ async fn send_one(
         sent += w as u64;
         at.moved[at.i].store(sent, Ordering::Relaxed);
     }
+    end_sending(s, sent, start).await
+}
+
+/// Ends a sending side: closes it, waits for the peer to close its own (the receiver has
+/// read everything), and returns the bytes sent and the seconds since `start`.
+pub(super) async fn end_sending(
+    mut s: BoxStream,
+    sent: u64,
+    start: Instant,
+) -> io::Result<(u64, f64)> {
     s.shutdown().await?;
     let mut rest = [0u8; 64];
     while s.read(&mut rest).await? > 0 {}

@@ -12,7 +12,7 @@
 //! by the offset and reported above the smallest seen, since the correction is only good
 //! to half a round trip.
 
-use super::movers::Budget;
+use super::movers::{end_sending, Budget};
 use super::BoxStream;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -278,10 +278,7 @@ pub(super) async fn paced_send(
         n += 1;
         at.set(sent);
     }
-    s.shutdown().await?;
-    let mut rest = [0u8; 64];
-    while s.read(&mut rest).await? > 0 {}
-    Ok((sent, start.elapsed().as_secs_f64()))
+    end_sending(s, sent, start).await
 }
 
 /// Reads a paced stream to its end, recording each message's delay as its last byte is
@@ -354,10 +351,7 @@ pub(super) async fn exchange_client(
         sent += length as u64;
         at.set(sent);
     }
-    s.shutdown().await?;
-    let mut rest = [0u8; 64];
-    while s.read(&mut rest).await? > 0 {}
-    Ok((sent, start.elapsed().as_secs_f64()))
+    end_sending(s, sent, start).await
 }
 
 /// The server of an exchange test: answers every whole request of `length` bytes with a
