@@ -50,6 +50,12 @@ pub struct SimArgs {
     /// always find the queue full (ns-2's overhead_) [default: 0].
     #[arg(long, allow_hyphen_values = true)]
     host_jitter: Option<String>,
+    /// Start each finite flow (--transfer) as a connection to a peer seen before, with
+    /// Careful Resume (RFC 9959): `on` resumes from the path's own rate and base RTT,
+    /// `RATE,RTT` (e.g. 500mbit,200ms) from stale or wrong values, to test the RTT check
+    /// and the retreat; a list takes `;` [default: off].
+    #[arg(long, allow_hyphen_values = true)]
+    resume: Option<String>,
     /// Data packet size on the wire, 40-byte header included [default: 1500].
     #[arg(long, allow_hyphen_values = true)]
     packet_size: Option<String>,
@@ -178,6 +184,7 @@ impl SimArgs {
             ("buffer", &self.buffer),
             ("host-buffer", &self.host_buffer),
             ("host-jitter", &self.host_jitter),
+            ("resume", &self.resume),
             ("packet-size", &self.packet_size),
             ("loss", &self.loss),
             ("ge", &self.ge),

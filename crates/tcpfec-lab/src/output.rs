@@ -38,6 +38,10 @@ pub fn run_json(o: &Outcome) -> Value {
     m.insert("fast_recoveries".into(), json!(r.fast_recoveries));
     m.insert("timeouts".into(), json!(r.timeouts));
     m.insert("completion_time_s".into(), opt(r.completion_time_s));
+    let resumes: Vec<&str> = r.flows.iter().filter_map(|f| f.resume).collect();
+    if !resumes.is_empty() {
+        m.insert("resume_outcomes".into(), json!(resumes));
+    }
     if let Some(x) = transfer_mbps(&o.run.scenario, r.completion_time_s) {
         m.insert("transfer_mbps".into(), json!(x));
     }

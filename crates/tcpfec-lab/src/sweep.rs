@@ -5,7 +5,7 @@ use core::time::Duration;
 use std::collections::BTreeMap;
 use tcpfec_proto::Scheme;
 use tcpfec_sim::units::{parse_duration, parse_probability, parse_range, parse_rate, parse_size};
-use tcpfec_sim::{App, LossSpec, Scenario, Start, Topology};
+use tcpfec_sim::{App, LossSpec, Resume, Scenario, Start, Topology};
 
 /// Axis names in output order, with their defaults (None: derived from other axes).
 pub const AXES: &[(&str, Option<&str>)] = &[
@@ -39,6 +39,7 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("background", None),
     ("background-direction", None),
     ("background-scheme", Some("reno")),
+    ("resume", None),
 ];
 
 /// Most runs a sweep may have unless `--max-runs` raises it: the run list and the results
@@ -183,9 +184,10 @@ impl SweepSize {
 }
 
 /// What separates the values of a list on `axis`: Gilbert–Elliott models and loss
-/// schedules contain commas themselves, so their lists use `;`.
+/// schedules contain commas themselves, and so do saved paths (`resume`): their lists
+/// use `;`.
 fn separator(axis: &str) -> char {
-    if axis.starts_with("ge") || axis == "loss-schedule" {
+    if axis.starts_with("ge") || axis == "loss-schedule" || axis == "resume" {
         ';'
     } else {
         ','
@@ -427,6 +429,7 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
                 })
             }
             "host-jitter" => sc.send_jitter = field(a, parse_duration(v))?,
+            "resume" => sc.resume = field(a, Resume::parse(v))?,
             "packet-size" => sc.packet_size = field(a, parse_count(v))?,
             "loss" => sc.loss = LossSpec::bernoulli(field(a, parse_probability(v))?),
             "ge" => sc.loss = field(a, LossSpec::parse_ge(v))?,

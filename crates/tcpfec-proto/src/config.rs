@@ -199,6 +199,9 @@ pub struct Config {
     /// a pure ACK carries them where the receiver owed one (`Connection::fit`); so the MSS
     /// need not leave room for them. `None`: no limit (the simulator).
     pub max_packet_len: Option<usize>,
+    /// The path as a previous connection to the same peer saw it: start with Careful
+    /// Resume (`crate::resume`). `None`: a normal start.
+    pub resume: Option<crate::resume::SavedPath>,
 }
 
 impl Default for Config {
@@ -221,6 +224,7 @@ impl Default for Config {
             cc_seed: 0,
             target_rate_bps: None,
             max_packet_len: None,
+            resume: None,
         }
     }
 }

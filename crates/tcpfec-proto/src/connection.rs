@@ -659,7 +659,14 @@ impl Connection {
             mean_rtt: s.rtt.mean(),
             rto: s.rtt.rto(),
             delivery_rate: s.delivery_rate(),
+            resume: s.resume_status(),
         }
+    }
+
+    /// The path as this connection's sender saw it, to resume the next connection to the
+    /// same peer from (`Config::resume`); `None` if it learnt too little.
+    pub fn path_observation(&self) -> Option<crate::resume::SavedPath> {
+        self.sender.path_observation(self.cfg.initial_window)
     }
 }
 

@@ -14,6 +14,7 @@ pub mod fectcp;
 mod loss_runs;
 pub mod rate;
 mod receiver;
+pub mod resume;
 pub mod rtt;
 mod scoreboard;
 mod sender;
@@ -26,6 +27,7 @@ pub use config::{Config, FectcpParams, Recovery, Scheme, BASELINE_SCHEMES, FEC_S
 pub use connection::{ConnError, Connection, PeerOpening, State};
 pub use endpoint::Endpoint;
 pub use fectcp::Fectcp;
+pub use resume::{ResumeStatus, SavedPath};
 pub use stats::Stats;
 pub use time::Instant;
 pub use wire::{

@@ -8,6 +8,7 @@ use crate::fec::{
     Adaptive, Controller, Encoder, FecConfig, FeedbackDelta, RepairOut, SenderTotals, StreamCode,
     StreamRepairs,
 };
+use crate::resume::{CarefulResume, ResumeAction, ResumeStatus, SavedPath};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
 use crate::time::Instant;
@@ -153,6 +154,11 @@ pub(crate) struct Sender {
     congestion_cap: Option<CongestionCap>,
     /// The receiver's delayed-ACK timeout, if it delays ACKs (the probe waits it out).
     peer_delack: Option<Duration>,
+    /// Careful Resume, for a connection started with a saved path.
+    resume: Option<CarefulResume>,
+    /// The highest delivery rate of a sample the application did not limit, bytes per
+    /// second: what the next connection to this peer may resume from.
+    max_rate: f64,
     pub repairs_sent: u64,
     pub data_packets_sent: u64,
     pub retransmissions: u64,
@@ -271,6 +277,12 @@ impl Sender {
                 .then(CongestionCap::default)
                 .filter(|_| models_path),
             peer_delack: cfg.delayed_ack.then_some(cfg.delayed_ack_timeout),
+            resume: cfg.resume.map(|saved| {
+                let mss = cfg.mss.max(1) as f64;
+                let initial = cfg.initial_window.max(1) as f64 * mss;
+                CarefulResume::new(saved, initial, mss, models_path)
+            }),
+            max_rate: 0.0,
             repairs_sent: 0,
             data_packets_sent: 0,
             retransmissions: 0,
@@ -539,7 +551,11 @@ impl Sender {
         if let Some(probe) = self.poll_probe(now) {
             return Some(probe);
         }
-        let rate = if self.event_driven {
+        self.confirm_resume(now);
+        let jump_rate = self.resume.as_ref().and_then(|r| r.pacing_rate());
+        let rate = if jump_rate.is_some() {
+            jump_rate
+        } else if self.event_driven {
             self.cc.pacing_rate()
         } else {
             None
@@ -573,6 +589,15 @@ impl Sender {
         let mut cwnd = self.cc.cwnd();
         if let Some(cap) = self.congestion_cap.as_ref().and_then(|c| c.limit()) {
             cwnd = cwnd.min(cap);
+        }
+        if let Some(r) = self.resume.as_ref() {
+            let mss = self.mss as f64;
+            if let Some(floor) = r.cwnd_floor() {
+                cwnd = cwnd.max(floor / mss);
+            }
+            if let Some(cap) = r.cwnd_cap() {
+                cwnd = cwnd.min(cap / mss);
+            }
         }
         // TCP-TFEC and TCP-AFEC with a target rate send no faster than the target needs.
         if let (Some(c), Some(r)) = (self.control.as_ref(), self.target_rate_bps) {
@@ -637,6 +662,12 @@ impl Sender {
         if !(window_open || self.force_probe) {
             self.cwnd_limited = true;
             self.app_limited = false;
+            if let Some(r) = self.resume.as_mut() {
+                let flight = self.sb.bytes_outstanding() as f64;
+                let next = self.sb.rate.last_sent().map_or(0, |o| o + 1);
+                let action = r.on_window_full(flight, next);
+                self.apply_resume(action);
+            }
             self.arm_flush(now);
             return None;
         }
@@ -967,6 +998,89 @@ impl Sender {
         self.payload_bytes_sent += len as u64;
     }
 
+    /// Careful Resume's reconnaissance ends with the first RTT sample (the handshake's,
+    /// or the first ACK's): the resume jumps if the sample confirms the saved path.
+    fn confirm_resume(&mut self, now: Instant) {
+        let Some(r) = self.resume.as_mut().filter(|r| r.awaits_rtt()) else {
+            return;
+        };
+        let Some(rtt) = self.rtt.latest() else {
+            return;
+        };
+        let flight = self.sb.bytes_outstanding() as f64;
+        let cwnd = self.cc.cwnd() * self.mss as f64;
+        let next = self.sb.rate.last_sent().map_or(0, |o| o + 1);
+        r.confirm(now, rtt, flight, next, self.sb.rate.lost(), cwnd);
+    }
+
+    /// Feeds one ACK to Careful Resume: `delivered_before` is the delivery count before
+    /// the ACK, `rtt` its sample.
+    fn resume_on_ack(&mut self, now: Instant, delivered_before: u64, rtt: Option<Duration>) {
+        let Some(r) = self.resume.as_mut() else {
+            return;
+        };
+        let acked = self.sb.rate.delivered() - delivered_before;
+        let flight = self.sb.bytes_outstanding() as f64;
+        let (newest, lost) = (self.sb.newest_delivered(), self.sb.rate.lost());
+        let next = self.sb.rate.last_sent().map_or(0, |o| o + 1);
+        let action = r.on_ack(now, acked, newest, rtt, lost, flight, next);
+        self.apply_resume(action);
+    }
+
+    /// Hands what Careful Resume decided to the congestion controller.
+    fn apply_resume(&mut self, action: ResumeAction) {
+        let mss = self.mss as f64;
+        match action {
+            ResumeAction::None => {}
+            ResumeAction::Settle {
+                cwnd_bytes,
+                ssthresh_bytes,
+            } => {
+                let w = self.cc.cwnd().max(cwnd_bytes / mss);
+                self.cc.set_cwnd(w);
+                if let Some(ss) = ssthresh_bytes.filter(|_| !self.cc.models_path()) {
+                    let win = self.cc.window_mut();
+                    win.ssthresh = win.ssthresh.min(ss / mss).max(2.0);
+                }
+            }
+            ResumeAction::Retreat => self.cc.leave_startup(),
+            ResumeAction::EndSlowStart => {
+                let models_path = self.cc.models_path();
+                let win = self.cc.window_mut();
+                if !models_path && win.cwnd < win.ssthresh {
+                    win.ssthresh = win.cwnd.max(2.0);
+                }
+            }
+            ResumeAction::EndRetreat {
+                cwnd_bytes,
+                ssthresh_bytes,
+            } => self
+                .cc
+                .end_resume_retreat(cwnd_bytes / mss, ssthresh_bytes / mss),
+        }
+    }
+
+    /// Where Careful Resume is (`Off` without a saved path).
+    pub fn resume_status(&self) -> ResumeStatus {
+        self.resume
+            .as_ref()
+            .map_or(ResumeStatus::Off, |r| r.status())
+    }
+
+    /// The path as this connection saw it, for the next connection to the same peer to
+    /// resume from: the highest delivery rate the application did not limit, and the
+    /// minimum RTT. `None` before both are known, or when half the capacity would not
+    /// exceed two initial windows (RFC 9959 §4.1 lets a sender skip saving below four).
+    pub fn path_observation(&self, initial_window: u32) -> Option<SavedPath> {
+        let min_rtt = self.rtt.min_rtt()?;
+        let saved = SavedPath {
+            rate: self.max_rate,
+            min_rtt,
+        };
+        let least = 4.0 * initial_window.max(1) as f64 * self.mss as f64;
+        (saved.bdp_bytes() >= least).then_some(saved)
+    }
+
     /// Processes an acknowledgement.
     pub fn on_ack(&mut self, now: Instant, a: &AckInfo<'_>) {
         if a.ack > self.sb.nxt() {
@@ -976,6 +1090,7 @@ impl Sender {
         self.flush_deadline = None;
         // Before the feedback: congestion losses the receiver reports count as this ACK's.
         let lost_before = self.sb.rate.lost();
+        let delivered_before = self.sb.rate.delivered();
         if let Some(fb) = a.fec_feedback {
             self.on_fec_feedback(now, fb);
         }
@@ -1007,10 +1122,14 @@ impl Sender {
             t.reset();
         }
         let sample = self.sb.rate.take_sample(now, self.rtt.min_rtt());
-        if sample.is_some() {
+        if let Some(s) = sample {
             self.last_rate = sample;
+            if !s.app_limited {
+                self.max_rate = self.max_rate.max(s.rate);
+            }
         }
         let rtt = self.rtt_this_ack.take();
+        self.resume_on_ack(now, delivered_before, rtt);
         if !self.event_driven {
             return;
         }
@@ -1399,6 +1518,9 @@ impl Sender {
         self.timeouts += 1;
         if let Some(t) = self.tlp.as_mut() {
             t.reset();
+        }
+        if let Some(r) = self.resume.as_mut() {
+            r.on_timeout();
         }
         self.on_unrepaired_loss(now);
         let flight = self.flight_for_reduction();

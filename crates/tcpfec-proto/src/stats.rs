@@ -52,4 +52,6 @@ pub struct Stats {
     pub rto: Duration,
     /// Latest delivery-rate sample, payload bytes per second (`None` before the first).
     pub delivery_rate: Option<f64>,
+    /// Careful Resume: where the connection's resume is, or how it ended.
+    pub resume: crate::resume::ResumeStatus,
 }

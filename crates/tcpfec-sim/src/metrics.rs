@@ -54,6 +54,9 @@ pub struct FlowResult {
     /// One-way propagation delay of the flow's path, ms: the floor of its delivery delay
     /// (a request/response exchange's floor is twice it).
     pub one_way_delay_ms: f64,
+    /// How the flow's Careful Resume ended (`ResumeStatus::as_str`); `None` for a flow
+    /// started normally.
+    pub resume: Option<&'static str>,
 }
 
 /// Everything a run reports.

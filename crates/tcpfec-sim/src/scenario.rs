@@ -3,7 +3,7 @@
 use crate::loss::LossSpec;
 use core::time::Duration;
 use serde::Serialize;
-use tcpfec_proto::{Config, Scheme};
+use tcpfec_proto::{Config, SavedPath, Scheme};
 
 /// How often a rate-limited application is offered the chance to write: the simulator's
 /// tick, and the unit of a rate-limited scenario's estimated cost.
@@ -90,6 +90,60 @@ pub enum Start {
     },
 }
 
+/// Whether finite flows start as connections to a peer seen before (Careful Resume).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Resume {
+    /// A normal start.
+    #[default]
+    Off,
+    /// Resume from the path as it is: the bottleneck's payload rate and the base RTT.
+    Path,
+    /// Resume from these saved values (stale or wrong ones test the RTT check and the
+    /// retreat).
+    Saved {
+        /// Saved delivery rate, payload bits per second.
+        rate_bps: u64,
+        /// Saved minimum RTT.
+        rtt: Duration,
+    },
+}
+
+impl Resume {
+    /// Parses `on`, `off` or `RATE,RTT` (e.g. `500mbit,200ms`).
+    pub fn parse(v: &str) -> Result<Resume, String> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "on" => return Ok(Resume::Path),
+            "off" => return Ok(Resume::Off),
+            _ => {}
+        }
+        let usage = format!("'{v}' is not on, off or RATE,RTT (e.g. 50mbit,200ms)");
+        let (rate, rtt) = v.split_once(',').ok_or_else(|| usage.clone())?;
+        let rate_bps =
+            crate::units::parse_rate(rate.trim()).map_err(|e| format!("{usage}: {e}"))?;
+        let rtt = crate::units::parse_duration(rtt.trim()).map_err(|e| format!("{usage}: {e}"))?;
+        if rate_bps == 0 || rtt.is_zero() {
+            return Err(format!("{usage}: the rate and the RTT must be above zero"));
+        }
+        Ok(Resume::Saved { rate_bps, rtt })
+    }
+}
+
+impl core::fmt::Display for Resume {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Resume::Off => f.write_str("off"),
+            Resume::Path => f.write_str("on"),
+            Resume::Saved { rate_bps, rtt } => write!(f, "{rate_bps}bit,{}us", rtt.as_micros()),
+        }
+    }
+}
+
+impl Serialize for Resume {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.collect_str(self)
+    }
+}
+
 /// One simulation run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Scenario {
@@ -159,6 +213,8 @@ pub struct Scenario {
     pub background_scheme: Scheme,
     /// The background flows send right to left (uplink), against the measured flows.
     pub background_uplink: bool,
+    /// Finite flows start with Careful Resume from this saved path.
+    pub resume: Resume,
 }
 
 fn scheme_name<S: serde::Serializer>(s: &Scheme, ser: S) -> Result<S::Ok, S::Error> {
@@ -198,6 +254,7 @@ impl Default for Scenario {
             background: 0,
             background_scheme: Scheme::parse("reno").expect("built-in"),
             background_uplink: true,
+            resume: Resume::Off,
         }
     }
 }
@@ -396,7 +453,28 @@ impl Scenario {
                 .map_or(256 << 20, |w| w.saturating_mul(self.mss() as u32)),
             syn_retries: 12,
             target_rate_bps: self.target_rate_bps(),
+            resume: self.saved_path(),
             ..Config::default()
+        }
+    }
+
+    /// The saved path a finite flow resumes from (`None`: a normal start). Flows with no
+    /// end have no previous connection worth the name: only transfers resume.
+    pub fn saved_path(&self) -> Option<SavedPath> {
+        if !matches!(self.app, App::Transfer { .. }) {
+            return None;
+        }
+        let payload = self.mss() as f64 / self.packet_size as f64;
+        match self.resume {
+            Resume::Off => None,
+            Resume::Path => Some(SavedPath {
+                rate: self.bottleneck_bps as f64 / 8.0 * payload,
+                min_rtt: Duration::from_secs_f64(self.base_rtt_s()),
+            }),
+            Resume::Saved { rate_bps, rtt } => Some(SavedPath {
+                rate: rate_bps as f64 / 8.0,
+                min_rtt: rtt,
+            }),
         }
     }
 
@@ -468,6 +546,7 @@ impl Scenario {
         Config {
             scheme: self.background_scheme.clone(),
             target_rate_bps: None,
+            resume: None,
             ..self.config()
         }
     }

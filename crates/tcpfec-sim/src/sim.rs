@@ -12,6 +12,7 @@ use bytes::Bytes;
 use core::time::Duration;
 use std::sync::OnceLock;
 use tcpfec_channel::DelayHistogram;
+use tcpfec_proto::ResumeStatus;
 use tcpfec_proto::{Endpoint as Engine, Instant, Packet, Stats};
 
 /// Period of the byte pattern applications send: a prime, so that no whole number of
@@ -642,6 +643,7 @@ impl<'a> Simulator<'a> {
                 jitter_std_ms: gap_std_ms(fs.gaps),
                 delay: fs.delay.summary(),
                 one_way_delay_ms: one_way,
+                resume: (st.resume != ResumeStatus::Off).then(|| st.resume.as_str()),
             });
             out.delay_cdf.push(fs.delay.cdf());
             gaps.0 += fs.gaps.0;

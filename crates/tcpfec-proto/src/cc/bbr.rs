@@ -802,6 +802,10 @@ impl CongestionControl for Bbr {
     fn started_up(&self) -> bool {
         self.full_bw_reached
     }
+    fn leave_startup(&mut self) {
+        // The next rate sample moves Startup to Drain (`check_startup_done`).
+        self.full_bw_reached = true;
+    }
     fn bdp_segments(&self) -> Option<f64> {
         // The filtered maximum, not the loss-bounded `bw`: a lossy path's rounds keep
         // `bw_lo` below the path's rate.

@@ -328,6 +328,10 @@ impl CongestionControl for Bbr1 {
     fn started_up(&self) -> bool {
         self.filled_pipe
     }
+    fn leave_startup(&mut self) {
+        // The next ACK moves Startup to Drain (`check_drain`).
+        self.filled_pipe = true;
+    }
     fn bdp_segments(&self) -> Option<f64> {
         self.min_rtt.map(|_| self.bdp(1.0) / self.mss)
     }

@@ -1,0 +1,620 @@
+//! Careful Resume (RFC 9959, draft-ietf-tsvwg-careful-resume): a connection to a peer
+//! seen before starts at a paced half of the path's saved capacity instead of probing
+//! up from the initial window, and retreats to half of what it has validated if the jump
+//! meets congestion.
+//!
+//! The phases are the RFC's (§3): Reconnaissance until an RTT sample confirms the path,
+//! Unvalidated while the jump is paced out, Validating until the jump's last packet is
+//! acknowledged, then normal congestion control; Safe Retreat on a loss or a delay
+//! increase during the jump. One deviation, recorded in `docs/fast-start.md`: the
+//! handshake is the reconnaissance round. Its round-trip sample confirms the path's RTT
+//! and that the peer answers, so the jump may start with the first data rather than one
+//! round trip later; without a handshake sample the first ACK of the initial window
+//! confirms the path, as in the RFC.
+//!
+//! The state machine works on any congestion controller: the sender raises the window to
+//! [`CarefulResume::cwnd_floor`], lowers it to [`CarefulResume::cwnd_cap`], and paces at
+//! [`CarefulResume::pacing_rate`] while they are set.
+
+use crate::time::Instant;
+use core::time::Duration;
+
+/// What a connection learnt about its path, to start the next one to the same peer
+/// (RFC 9959's saved_cwnd, as a rate, and saved_rtt).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SavedPath {
+    /// Delivery rate the path sustained, payload bytes per second.
+    pub rate: f64,
+    /// The path's minimum round-trip time.
+    pub min_rtt: Duration,
+}
+
+impl SavedPath {
+    /// The saved capacity, bytes: rate × minimum RTT (RFC 9959's saved_cwnd).
+    pub fn bdp_bytes(&self) -> f64 {
+        self.rate * self.min_rtt.as_secs_f64()
+    }
+}
+
+/// Where a resumed connection is (RFC 9959 §3), or how its resume ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ResumeStatus {
+    /// No saved path: a normal start.
+    #[default]
+    Off,
+    /// Waiting for an RTT sample to confirm the path.
+    Reconnaissance,
+    /// The jump is being paced out.
+    Unvalidated,
+    /// Waiting for the jump's last packet to be acknowledged.
+    Validating,
+    /// The jump met congestion: the window is held at half the validated pipe.
+    SafeRetreat,
+    /// The jump was validated: normal congestion control from the window it reached.
+    Completed,
+    /// The jump met congestion and the retreat has ended.
+    Retreated,
+    /// The current RTT lay outside (saved/2, 10 × saved]: the path changed, no jump.
+    RttNotValidated,
+    /// The jump would not exceed the window the connection already had.
+    NothingToGain,
+    /// The application did not fill the jump: the window is what it used.
+    RateLimited,
+    /// A retransmission timeout ended the resume.
+    Timeout,
+}
+
+impl ResumeStatus {
+    /// The status as one word for logs, JSON and CSV.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResumeStatus::Off => "off",
+            ResumeStatus::Reconnaissance => "reconnaissance",
+            ResumeStatus::Unvalidated => "unvalidated",
+            ResumeStatus::Validating => "validating",
+            ResumeStatus::SafeRetreat => "safe_retreat",
+            ResumeStatus::Completed => "completed",
+            ResumeStatus::Retreated => "retreated",
+            ResumeStatus::RttNotValidated => "rtt_not_validated",
+            ResumeStatus::NothingToGain => "nothing_to_gain",
+            ResumeStatus::RateLimited => "rate_limited",
+            ResumeStatus::Timeout => "timeout",
+        }
+    }
+
+    /// True once the resume has ended, one way or another.
+    pub fn is_over(self) -> bool {
+        !matches!(
+            self,
+            ResumeStatus::Reconnaissance
+                | ResumeStatus::Unvalidated
+                | ResumeStatus::Validating
+                | ResumeStatus::SafeRetreat
+        )
+    }
+}
+
+impl core::fmt::Display for ResumeStatus {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The share of the saved capacity the jump takes (RFC 9959 §4.3: at most half).
+const JUMP_SHARE: f64 = 0.5;
+
+/// The jump is paced over this many current RTTs, where the RFC paces it over one. No
+/// ACK of the jump can arrive before a round trip has passed, so everything sent by then
+/// is sent blind: paced over one RTT, a saved rate ten times the path's sends five BDPs
+/// blind and loses about four (`docs/fast-start.md`); over two, the first ACKs arrive
+/// with half the jump sent, and the loss and delay checks stop the rest. On the path the
+/// values were saved on it costs about one round trip of a 10 MB transfer's time.
+const JUMP_RTTS: f64 = 2.0;
+
+/// The RTT check (RFC 9959 §4.2.1): a current RTT at or below saved/`RTT_LOW` or above
+/// `RTT_HIGH` × saved means a different path.
+const RTT_LOW: f64 = 2.0;
+const RTT_HIGH: f64 = 10.0;
+
+/// Controllers that model the path take a loss in the jump as congestion only beyond
+/// this share of the jump's bytes, plus [`LOSS_SLACK_PACKETS`]. They are built to ignore
+/// random loss, and while `auto`'s FEC has not yet measured the channel, a 5 % loss path
+/// leaves about 6 % of the first round unrepaired (BBRv3's 2 % retreated there, and the
+/// 10 MB transfer took 5.2 s instead of 3.5). A jump into a queue that cannot hold it
+/// shows the queue's delay first (`delay_limit`), and one that overflows it loses a fifth
+/// of its packets or more. Window rules take any loss as congestion, as RFC 9959 does.
+const LOSS_THRESH: f64 = 0.10;
+const LOSS_SLACK_PACKETS: f64 = 3.0;
+
+/// ssthresh on leaving Safe Retreat, as a share of the pipe validated (RFC 9959 §4.5,
+/// Beta's default).
+const RETREAT_BETA: f64 = 0.5;
+
+/// A jump packet whose round trip exceeds the RTT that confirmed the path by an eighth
+/// of it, clamped to [`DELAY_MARGIN_MIN`, `DELAY_MARGIN_MAX`] (HyStart++'s RttThresh, RFC
+/// 9406 §4.3), has met a queue: a jump paced below the saved rate builds none on the path
+/// it was saved on, so the path has less room than it had, and the jump retreats before
+/// the queue overflows.
+const DELAY_MARGIN_DIVISOR: u32 = 8;
+const DELAY_MARGIN_MIN: Duration = Duration::from_millis(4);
+const DELAY_MARGIN_MAX: Duration = Duration::from_millis(16);
+
+/// What the sender must do to its congestion controller after an ACK.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum ResumeAction {
+    /// Nothing.
+    None,
+    /// The jump is validated (or was not filled): the controller's window is at least
+    /// `cwnd_bytes` from now on, and a window rule's slow start ends at `ssthresh_bytes`
+    /// if given.
+    Settle {
+        cwnd_bytes: f64,
+        ssthresh_bytes: Option<f64>,
+    },
+    /// The jump met congestion: the controller leaves its start-up (a BBR enters Drain).
+    Retreat,
+    /// The retreat ended: the controller continues with at most this window and this
+    /// slow-start threshold, bytes.
+    EndRetreat {
+        cwnd_bytes: f64,
+        ssthresh_bytes: f64,
+    },
+    /// In the round after a validated jump, the queue grew: a window rule's slow start
+    /// ends here (HyStart++'s delay exit, once).
+    EndSlowStart,
+}
+
+/// Careful Resume for one connection (see the module documentation).
+#[derive(Debug, Clone)]
+pub(crate) struct CarefulResume {
+    saved: SavedPath,
+    status: ResumeStatus,
+    /// The window before any resume, bytes (the initial window).
+    initial_bytes: f64,
+    /// The jump, bytes.
+    jump: f64,
+    /// The rate the jump is paced at: the jump over the current RTT, bytes per second.
+    jump_rate: f64,
+    /// The RTT sample that confirmed the path.
+    current_rtt: Duration,
+    /// When the jump began.
+    entered: Instant,
+    /// RFC 9959's PipeSize: bytes in flight at the jump plus every byte acknowledged since.
+    pipe: f64,
+    /// Send order (`crate::rate::TxState::order`) of the first packet of the jump: send
+    /// orders number every packet, as QUIC's packet numbers do, so a retransmission's ACK
+    /// is not taken for the original's.
+    first_unvalidated: u64,
+    /// Send order of the jump's last packet (known once Unvalidated ends).
+    last_unvalidated: u64,
+    /// Validating: the flight on entering it, the window's floor as it started.
+    validating_base: f64,
+    /// Validating: bytes acknowledged since entering it (the floor grows as slow start).
+    validating_acked: f64,
+    /// Safe Retreat: the window's cap, bytes.
+    retreat_cap: f64,
+    /// Completed: a queue ends the slow start that follows the jump (until a loss has).
+    watching: bool,
+    /// Bytes declared lost when the jump was validated.
+    lost_at_completion: u64,
+    /// Bytes declared lost when the jump began.
+    lost_at_jump: u64,
+    /// `PipeSize` when the jump began.
+    pipe_at_jump: f64,
+    /// The share of the jump's bytes that may be lost before it counts as congestion
+    /// (see [`LOSS_THRESH`]); zero for window rules.
+    loss_tolerance: f64,
+    /// Segment size, bytes.
+    mss: f64,
+}
+
+impl CarefulResume {
+    /// A connection with a saved path, an initial window of `initial_bytes` and
+    /// segments of `mss` bytes; `models_path` for controllers built to ignore random
+    /// loss (see [`LOSS_THRESH`]).
+    pub(crate) fn new(saved: SavedPath, initial_bytes: f64, mss: f64, models_path: bool) -> Self {
+        CarefulResume {
+            saved,
+            status: ResumeStatus::Reconnaissance,
+            initial_bytes,
+            jump: 0.0,
+            jump_rate: 0.0,
+            current_rtt: Duration::ZERO,
+            entered: Instant::ZERO,
+            pipe: 0.0,
+            first_unvalidated: 0,
+            last_unvalidated: 0,
+            validating_base: 0.0,
+            validating_acked: 0.0,
+            retreat_cap: 0.0,
+            watching: false,
+            lost_at_completion: 0,
+            lost_at_jump: 0,
+            pipe_at_jump: 0.0,
+            loss_tolerance: if models_path { LOSS_THRESH } else { 0.0 },
+            mss,
+        }
+    }
+
+    /// Where the resume is.
+    pub(crate) fn status(&self) -> ResumeStatus {
+        self.status
+    }
+
+    /// True until an RTT sample has decided whether to jump.
+    pub(crate) fn awaits_rtt(&self) -> bool {
+        self.status == ResumeStatus::Reconnaissance
+    }
+
+    /// Reconnaissance ends with the first RTT sample `rtt`: jump if it confirms the saved
+    /// path. `flight` bytes are in flight, `next` is the send order of the next packet,
+    /// `lost` the bytes declared lost so far, `cwnd_bytes` the controller's window.
+    pub(crate) fn confirm(
+        &mut self,
+        now: Instant,
+        rtt: Duration,
+        flight: f64,
+        next: u64,
+        lost: u64,
+        cwnd_bytes: f64,
+    ) {
+        if self.status != ResumeStatus::Reconnaissance {
+            return;
+        }
+        let saved = self.saved.min_rtt.as_secs_f64();
+        let current = rtt.as_secs_f64();
+        if current <= saved / RTT_LOW || current > saved * RTT_HIGH {
+            self.status = ResumeStatus::RttNotValidated;
+            return;
+        }
+        let jump = self.saved.bdp_bytes() * JUMP_SHARE;
+        if jump <= cwnd_bytes.max(self.initial_bytes) {
+            self.status = ResumeStatus::NothingToGain;
+            return;
+        }
+        self.status = ResumeStatus::Unvalidated;
+        self.jump = jump;
+        // Paced at the current RTT, not the saved one (RFC 9959 §4.3.2): a longer path
+        // gets a proportionally lower rate.
+        self.jump_rate = jump / (JUMP_RTTS * current.max(1e-6));
+        self.current_rtt = rtt;
+        self.entered = now;
+        self.pipe = flight;
+        self.pipe_at_jump = flight;
+        self.first_unvalidated = next;
+        self.lost_at_jump = lost;
+    }
+
+    /// The least window while the jump goes out or is validated, bytes.
+    pub(crate) fn cwnd_floor(&self) -> Option<f64> {
+        match self.status {
+            ResumeStatus::Unvalidated => Some(self.jump),
+            ResumeStatus::Validating => Some(self.validating_base + self.validating_acked),
+            _ => None,
+        }
+    }
+
+    /// The most window during Safe Retreat, bytes: it must not grow (RFC 9959 §4.5).
+    pub(crate) fn cwnd_cap(&self) -> Option<f64> {
+        (self.status == ResumeStatus::SafeRetreat).then_some(self.retreat_cap)
+    }
+
+    /// The pacing rate of the jump, bytes per second.
+    pub(crate) fn pacing_rate(&self) -> Option<f64> {
+        (self.status == ResumeStatus::Unvalidated).then_some(self.jump_rate)
+    }
+
+    /// The jump has filled its window: Unvalidated ends (RFC 9959 §4.3, "the unused
+    /// window is less than one segment"). `flight` bytes are in flight and `next` is the
+    /// send order of the next packet.
+    pub(crate) fn on_window_full(&mut self, flight: f64, next: u64) -> ResumeAction {
+        if self.status != ResumeStatus::Unvalidated {
+            return ResumeAction::None;
+        }
+        self.leave_unvalidated(flight, next)
+    }
+
+    /// Unvalidated ends: on to Validating if the jump was used, else settle on what was
+    /// used (RFC 9959 §4.3's check).
+    fn leave_unvalidated(&mut self, flight: f64, next: u64) -> ResumeAction {
+        if flight < self.initial_bytes || flight <= self.pipe {
+            self.status = ResumeStatus::RateLimited;
+            return ResumeAction::Settle {
+                cwnd_bytes: self.pipe.max(self.initial_bytes),
+                ssthresh_bytes: None,
+            };
+        }
+        self.status = ResumeStatus::Validating;
+        self.last_unvalidated = next.saturating_sub(1).max(self.first_unvalidated);
+        self.validating_base = flight;
+        self.validating_acked = 0.0;
+        ResumeAction::None
+    }
+
+    /// An ACK arrived. `acked` bytes were newly delivered, `newest` is the send order of
+    /// the newest packet delivered (cumulatively or by SACK), `rtt` the sample this ACK
+    /// gave, `lost` the bytes declared lost so far, `flight` the bytes in flight and
+    /// `next` the send order of the next packet.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_ack(
+        &mut self,
+        now: Instant,
+        acked: u64,
+        newest: Option<u64>,
+        rtt: Option<Duration>,
+        lost: u64,
+        flight: f64,
+        next: u64,
+    ) -> ResumeAction {
+        let in_jump = matches!(
+            self.status,
+            ResumeStatus::Unvalidated | ResumeStatus::Validating
+        );
+        let reached = |order: u64| newest.is_some_and(|n| n >= order);
+        let queued = rtt.is_some_and(|r| r > self.delay_limit());
+        if self.watching {
+            // A loss ends slow start by itself; a queue before it ends it here.
+            self.watching = !queued && lost == self.lost_at_completion;
+            if queued {
+                return ResumeAction::EndSlowStart;
+            }
+        }
+        if !in_jump && self.status != ResumeStatus::SafeRetreat {
+            return ResumeAction::None;
+        }
+        self.pipe += acked as f64;
+        if self.status == ResumeStatus::SafeRetreat {
+            if reached(self.last_unvalidated) {
+                self.status = ResumeStatus::Retreated;
+                // The pipe now counts everything the path delivered of the jump: half of
+                // it is validated capacity, so the window restarts there rather than
+                // slow-starting again from the cap a retreat found early may have set
+                // (one initial window, when the first ACKs already showed the queue).
+                let validated = (self.pipe * RETREAT_BETA).max(self.initial_bytes);
+                return ResumeAction::EndRetreat {
+                    cwnd_bytes: validated.max(self.retreat_cap),
+                    ssthresh_bytes: validated,
+                };
+            }
+            return ResumeAction::None;
+        }
+        // A jump packet's ACK: the last one sent in the jump, or any while it goes out.
+        let of_jump = self.status == ResumeStatus::Unvalidated || !reached(self.last_unvalidated);
+        let delayed = of_jump && queued;
+        if self.congested(lost) || delayed {
+            if self.status == ResumeStatus::Unvalidated {
+                self.last_unvalidated = next.saturating_sub(1).max(self.first_unvalidated);
+            }
+            self.status = ResumeStatus::SafeRetreat;
+            self.retreat_cap = (self.pipe / 2.0).max(self.initial_bytes.min(self.pipe));
+            return ResumeAction::Retreat;
+        }
+        if self.status == ResumeStatus::Unvalidated {
+            let rtt_passed = now.saturating_since(self.entered) > self.current_rtt;
+            if reached(self.first_unvalidated) || rtt_passed {
+                return self.leave_unvalidated(flight, next);
+            }
+            return ResumeAction::None;
+        }
+        self.validating_acked += acked as f64;
+        if reached(self.last_unvalidated) {
+            self.status = ResumeStatus::Completed;
+            // Slow start goes on from the validated window (RFC 9959 §4.4), and a queue
+            // ends it: doubling on from the saved capacity overflows a shallow queue at
+            // once (a CUBIC flow lost 1 981 packets in a quarter-BDP buffer that way,
+            // against 321 with a normal start).
+            self.watching = true;
+            self.lost_at_completion = lost;
+            return ResumeAction::Settle {
+                cwnd_bytes: self.validating_base + self.validating_acked,
+                ssthresh_bytes: None,
+            };
+        }
+        ResumeAction::None
+    }
+
+    /// True if the bytes lost since the jump began (`lost` in all) mean congestion.
+    fn congested(&self, lost: u64) -> bool {
+        let lost = lost.saturating_sub(self.lost_at_jump) as f64;
+        if self.loss_tolerance == 0.0 {
+            return lost > 0.0;
+        }
+        let sent = self.pipe - self.pipe_at_jump + lost;
+        lost > self.loss_tolerance * sent + LOSS_SLACK_PACKETS * self.mss
+    }
+
+    /// The longest round trip a jump packet may take before the jump retreats.
+    fn delay_limit(&self) -> Duration {
+        let margin =
+            (self.current_rtt / DELAY_MARGIN_DIVISOR).clamp(DELAY_MARGIN_MIN, DELAY_MARGIN_MAX);
+        self.current_rtt + margin
+    }
+
+    /// A retransmission timeout: persistent congestion ends the resume at once (RFC 9959
+    /// §3.6); the controller's own timeout response applies.
+    pub(crate) fn on_timeout(&mut self) {
+        if !self.status.is_over() {
+            self.status = ResumeStatus::Timeout;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: f64 = 1000.0;
+
+    fn ms(x: u64) -> Instant {
+        Instant::from_nanos(x * 1_000_000)
+    }
+
+    /// A path of 1 MB/s and 100 ms saved (a 100 kB BDP), initial window 10 segments.
+    fn resume() -> CarefulResume {
+        CarefulResume::new(
+            SavedPath {
+                rate: 1e6,
+                min_rtt: Duration::from_millis(100),
+            },
+            10.0 * MSS,
+            MSS,
+            false,
+        )
+    }
+
+    #[test]
+    fn a_confirmed_rtt_jumps_to_half_the_saved_capacity_paced_over_two_current_rtts() {
+        let mut r = resume();
+        r.confirm(ms(0), Duration::from_millis(120), 0.0, 0, 0, 10.0 * MSS);
+        assert_eq!(r.status(), ResumeStatus::Unvalidated);
+        assert_eq!(r.cwnd_floor(), Some(50_000.0));
+        // 50 kB over two RTTs of 120 ms.
+        let rate = r.pacing_rate().unwrap();
+        assert!((rate - 50_000.0 / 0.24).abs() < 1.0, "{rate}");
+    }
+
+    #[test]
+    fn the_rtt_check_refuses_a_changed_path() {
+        for (rtt_ms, ok) in [(50, false), (51, true), (1000, true), (1001, false)] {
+            let mut r = resume();
+            r.confirm(ms(0), Duration::from_millis(rtt_ms), 0.0, 0, 0, MSS);
+            let expect = if ok {
+                ResumeStatus::Unvalidated
+            } else {
+                ResumeStatus::RttNotValidated
+            };
+            assert_eq!(r.status(), expect, "rtt {rtt_ms} ms");
+            assert_eq!(r.cwnd_floor().is_some(), ok);
+        }
+    }
+
+    #[test]
+    fn a_jump_no_larger_than_the_window_is_not_taken() {
+        let mut r = resume();
+        r.confirm(ms(0), Duration::from_millis(100), 0.0, 0, 0, 60.0 * MSS);
+        assert_eq!(r.status(), ResumeStatus::NothingToGain);
+    }
+
+    /// Jump 50 segments (0..50), then their ACKs.
+    fn jumped() -> CarefulResume {
+        let mut r = resume();
+        r.confirm(ms(0), Duration::from_millis(100), 0.0, 0, 0, 10.0 * MSS);
+        assert_eq!(r.on_window_full(50.0 * MSS, 50), ResumeAction::None);
+        assert_eq!(r.status(), ResumeStatus::Validating);
+        r
+    }
+
+    #[test]
+    fn a_validated_jump_settles_on_the_window_it_grew_to() {
+        let mut r = jumped();
+        let rtt = Some(Duration::from_millis(101));
+        for una in 1..50 {
+            let a = r.on_ack(ms(100 + una), 1000, Some(una - 1), rtt, 0, 50e3, 50 + una);
+            assert_eq!(a, ResumeAction::None);
+            // The floor grows by what was acknowledged, as slow start would.
+            assert_eq!(r.cwnd_floor(), Some((50 + una) as f64 * MSS));
+        }
+        let a = r.on_ack(ms(150), 1000, Some(49), rtt, 0, 50e3, 100);
+        let settle = ResumeAction::Settle {
+            cwnd_bytes: 100e3,
+            ssthresh_bytes: None,
+        };
+        assert_eq!(a, settle);
+        assert_eq!(r.status(), ResumeStatus::Completed);
+        assert_eq!(r.cwnd_floor(), None);
+        // A queue after the jump (a sample 17 ms over 100 ms) ends slow start, once.
+        let late = Some(Duration::from_millis(117));
+        let a = r.on_ack(ms(200), 1000, Some(60), late, 0, 50e3, 120);
+        assert_eq!(a, ResumeAction::EndSlowStart);
+        let a = r.on_ack(ms(201), 1000, Some(61), late, 0, 50e3, 120);
+        assert_eq!(a, ResumeAction::None);
+    }
+
+    #[test]
+    fn a_loss_in_the_jump_retreats_to_half_the_validated_pipe_until_the_jump_is_acknowledged() {
+        let mut r = jumped();
+        let rtt = Some(Duration::from_millis(101));
+        // 20 segments delivered, then a loss is declared.
+        for una in 1..=20 {
+            r.on_ack(ms(100 + una), 1000, Some(una - 1), rtt, 0, 50e3, 50);
+        }
+        let a = r.on_ack(ms(121), 1000, Some(22), rtt, 1000, 50e3, 50);
+        assert_eq!(a, ResumeAction::Retreat);
+        assert_eq!(r.status(), ResumeStatus::SafeRetreat);
+        assert_eq!(r.cwnd_cap(), Some(10_500.0), "half of 21 kB validated");
+        assert_eq!(r.cwnd_floor(), None);
+        // The window does not grow while the jump's packets are still being acknowledged.
+        r.on_ack(ms(130), 5000, Some(35), rtt, 1000, 30e3, 50);
+        assert_eq!(r.cwnd_cap(), Some(10_500.0));
+        // The jump's last packet acknowledged: ssthresh is half of all that was validated.
+        let a = r.on_ack(ms(160), 4000, Some(49), rtt, 1000, 0.0, 50);
+        assert_eq!(
+            a,
+            ResumeAction::EndRetreat {
+                cwnd_bytes: 15_000.0,
+                ssthresh_bytes: 15_000.0
+            }
+        );
+        assert_eq!(r.status(), ResumeStatus::Retreated);
+        assert_eq!(r.cwnd_cap(), None);
+    }
+
+    #[test]
+    fn a_controller_that_models_the_path_retreats_only_beyond_ten_percent_loss() {
+        let saved = SavedPath {
+            rate: 1e6,
+            min_rtt: Duration::from_millis(100),
+        };
+        let mut r = CarefulResume::new(saved, 10.0 * MSS, MSS, true);
+        r.confirm(ms(0), Duration::from_millis(100), 0.0, 0, 0, 10.0 * MSS);
+        r.on_window_full(50.0 * MSS, 50);
+        let rtt = Some(Duration::from_millis(100));
+        // 40 of the jump's segments delivered, then 7 lost: 3 + 10 % of 48 = 7.8 may be.
+        r.on_ack(ms(100), 40_000, Some(40), rtt, 0, 10e3, 50);
+        let a = r.on_ack(ms(101), 1000, Some(41), rtt, 7000, 9e3, 50);
+        assert_eq!(a, ResumeAction::None);
+        // 9 lost of 51: more than 3 + 5.1.
+        let a = r.on_ack(ms(102), 1000, Some(42), rtt, 9000, 8e3, 50);
+        assert_eq!(a, ResumeAction::Retreat);
+    }
+
+    #[test]
+    fn a_jump_packet_delayed_by_an_eighth_of_the_rtt_retreats() {
+        let mut r = jumped();
+        let rtt = |us| Some(Duration::from_micros(us));
+        let a = r.on_ack(ms(140), 1000, Some(0), rtt(112_400), 0, 0.0, 50);
+        assert_eq!(a, ResumeAction::None);
+        let a = r.on_ack(ms(160), 1000, Some(1), rtt(112_600), 0, 0.0, 50);
+        assert_eq!(a, ResumeAction::Retreat);
+    }
+
+    #[test]
+    fn an_unfilled_jump_settles_on_what_was_used() {
+        let mut r = resume();
+        r.confirm(ms(0), Duration::from_millis(100), 0.0, 0, 0, 10.0 * MSS);
+        // A round trip later only 12 segments had been written.
+        let a = r.on_ack(ms(101), 1000, Some(0), None, 0, 11e3, 12);
+        assert_eq!(a, ResumeAction::None, "the first ACK: on to validating");
+        assert_eq!(r.status(), ResumeStatus::Validating);
+        let mut r = resume();
+        r.confirm(ms(0), Duration::from_millis(100), 5e3, 5, 0, 10.0 * MSS);
+        let a = r.on_ack(ms(101), 1000, Some(5), None, 0, 4e3, 9);
+        let settle = ResumeAction::Settle {
+            cwnd_bytes: 10e3,
+            ssthresh_bytes: None,
+        };
+        assert_eq!(a, settle);
+        assert_eq!(r.status(), ResumeStatus::RateLimited);
+    }
+
+    #[test]
+    fn a_timeout_ends_the_resume() {
+        let mut r = jumped();
+        r.on_timeout();
+        assert_eq!(r.status(), ResumeStatus::Timeout);
+        assert_eq!(
+            (r.cwnd_floor(), r.cwnd_cap(), r.pacing_rate()),
+            (None, None, None)
+        );
+    }
+}
