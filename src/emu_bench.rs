@@ -18,6 +18,10 @@ use tcpfec_net::perf::kernel_tcp;
 use tcpfec_net::{Psk, DEFAULT_SCHEME};
 use tcpfec_proto::Scheme;
 
+/// A scheme named `SCHEME+resume` in `--schemes` runs `perf --resume`: its bulk run saves
+/// the path, and its completion run resumes from it (Careful Resume).
+const RESUME_SUFFIX: &str = "+resume";
+
 /// What one transport is on the command line of `tcpfec perf`.
 #[derive(Debug, Clone)]
 pub enum Contender {
@@ -37,12 +41,22 @@ impl Contender {
 
     fn args(&self, key: &Path) -> Vec<String> {
         match self {
-            Contender::Tcpfec(s) => vec![
-                "--scheme".into(),
-                s.clone(),
-                "--key-file".into(),
-                key.display().to_string(),
-            ],
+            Contender::Tcpfec(s) => {
+                let (scheme, resume) = match s.strip_suffix(RESUME_SUFFIX) {
+                    Some(base) => (base, true),
+                    None => (s.as_str(), false),
+                };
+                let mut v = vec![
+                    "--scheme".into(),
+                    scheme.into(),
+                    "--key-file".into(),
+                    key.display().to_string(),
+                ];
+                if resume {
+                    v.push("--resume".into());
+                }
+                v
+            }
             Contender::Tcp(c) => vec!["--tcp".into(), "--congestion".into(), c.clone()],
         }
     }
@@ -140,7 +154,8 @@ pub fn contenders(schemes: Option<&str>) -> Result<Vec<Contender>, String> {
         None => vec!["sack".into(), DEFAULT_SCHEME.into()],
     };
     for s in &tcpfec {
-        Scheme::parse(s).map_err(|e| format!("--schemes: {e}"))?;
+        let scheme = s.strip_suffix(RESUME_SUFFIX).unwrap_or(s);
+        Scheme::parse(scheme).map_err(|e| format!("--schemes: {e}"))?;
     }
     let have = kernel_tcp::available();
     let mut v: Vec<Contender> = tcpfec.into_iter().map(Contender::Tcpfec).collect();
@@ -174,6 +189,9 @@ pub fn run(plan: &Plan) -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let key = dir.join("key");
     let _ = std::fs::remove_file(&key);
+    // `+resume` runs save and read their paths here, not in the user's cache. Set before
+    // any child or thread starts.
+    std::env::set_var(tcpfec_net::path_cache::FILE_ENV, dir.join("paths"));
     Psk::generate()
         .write_new(&key)
         .map_err(|e| format!("{}: {e}", key.display()))?;

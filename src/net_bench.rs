@@ -37,7 +37,9 @@ pub struct NetBenchArgs {
     #[arg(long, value_name = "P,R,H,K")]
     ge: Vec<String>,
     /// Schemes for the relay runs, comma-separated [default: sack, bbr, bbr1, the default
-    /// scheme and the scheme fastest at 1 % loss].
+    /// scheme and the scheme fastest at 1 % loss]. With --emu, SCHEME+resume (e.g.
+    /// auto+resume) runs `perf --resume`: its bulk run saves the path and its 10 MB run
+    /// starts from it (Careful Resume).
     #[arg(long)]
     schemes: Option<String>,
     /// Only the loopback part.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tcpfec_channel::{units, LossSpec};
 use tcpfec_net::control::CloseCode;
+use tcpfec_net::path_cache::{self, PathCache};
 use tcpfec_net::printable::printable;
 use tcpfec_net::relay::{LinkSpec, Relay, RelayConfig};
 use tcpfec_net::stream::Watch;
@@ -70,6 +71,39 @@ pub struct Report {
     idle_timeout: f64,
 }
 
+/// Careful Resume for a connecting side.
+#[derive(Args, Clone)]
+pub struct ResumeOpt {
+    /// Start every connection afresh instead of resuming from what the last connection
+    /// to the same address learnt (Careful Resume, RFC 9959: half the saved rate × RTT,
+    /// paced, checked against the current RTT, retreating on congestion). The saved
+    /// paths live in $XDG_CACHE_HOME/tcpfec/paths (else ~/.cache/tcpfec/paths), one line
+    /// per address, nothing secret, for an hour; TCPFEC_NO_RESUME=1 also turns it off.
+    #[arg(long)]
+    no_resume: bool,
+}
+
+impl ResumeOpt {
+    /// The path cache to use, unless turned off.
+    pub(crate) fn cache(&self) -> Option<Arc<PathCache>> {
+        path_cache(!self.no_resume)
+    }
+}
+
+/// The user's path cache if `wanted` and not turned off by the environment; what was
+/// wrong with the file is printed as warnings.
+pub(crate) fn path_cache(wanted: bool) -> Option<Arc<PathCache>> {
+    if !wanted || !path_cache::resume_enabled_by_env() {
+        return None;
+    }
+    let file = path_cache::default_file()?;
+    let (cache, warnings) = PathCache::open(&file, path_cache::DEFAULT_LIFETIME);
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    Some(Arc::new(cache))
+}
+
 /// Address validation by a listening side.
 #[derive(Args, Clone)]
 pub struct Validation {
@@ -122,6 +156,8 @@ pub struct SendArgs {
     /// others; `sack` spends nothing on repair.
     #[arg(long, default_value = DEFAULT_SCHEME)]
     scheme: String,
+    #[command(flatten)]
+    resume: ResumeOpt,
     #[command(flatten)]
     report: Report,
 }
@@ -197,6 +233,8 @@ pub enum TunnelSide {
         /// Scheme for the client → server direction (see `tcpfec send --help`).
         #[arg(long, default_value = DEFAULT_SCHEME)]
         scheme: String,
+        #[command(flatten)]
+        resume: ResumeOpt,
         #[command(flatten)]
         report: Report,
     },
@@ -416,6 +454,7 @@ pub fn stats_json(s: &Stats) -> Value {
         "recovered": s.recovered,
         "unrecoverable_groups": s.unrecoverable_groups,
         "srtt_ms": s.srtt.map(|d| d.as_secs_f64() * 1e3),
+        "resume": s.resume.as_str(),
     })
 }
 
@@ -630,6 +669,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
     let key = a.security.key()?;
     let mut cfg = endpoint_config(key, scheme("--scheme", &a.scheme, true)?, &a.report)?;
     cfg.peer_scheme = Some(Scheme::parse("sack").expect("built-in"));
+    cfg.path_cache = a.resume.cache();
     let json = a.report.json;
     runtime()?.block_on(async move {
         let mut signals = StopSignals::new()?;
@@ -890,10 +930,12 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 udp,
                 security,
                 scheme: sch,
+                resume,
                 report,
             } => {
-                let cfg =
+                let mut cfg =
                     endpoint_config(security.key()?, scheme("--scheme", &sch, false)?, &report)?;
+                cfg.path_cache = resume.cache();
                 let listen = resolve("--listen", &listen).await?;
                 let server = resolve("--server", &server).await?;
                 let ep = Arc::new(

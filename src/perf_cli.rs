@@ -64,6 +64,11 @@ pub struct PerfArgs {
     /// Reverse: the server sends, the client receives.
     #[arg(short = 'R', long)]
     reverse: bool,
+    /// Start from what the last test to this server learnt about the path (Careful
+    /// Resume, RFC 9959; see `tcpfec send --help`), and save what this one learns. Off by
+    /// default, so that each test measures the path from a cold start as iperf3 does.
+    #[arg(long, conflicts_with = "reverse")]
+    resume: bool,
     /// An application-limited stream instead of bulk data (iperf3's --bitrate): messages
     /// of -l bytes at this rate per stream (e.g. 4M or 4mbit, 500k), each stamped as it is
     /// written. The receiver reports their delivery delay, the time from a message's
@@ -208,6 +213,7 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
         vec![tcpfec]
     };
     let json_out = a.json;
+    let a_resume = a.resume;
     runtime()?.block_on(async move {
         let server = resolve("HOST:PORT", &addr_text).await?;
         let mut reports = Vec::new();
@@ -225,6 +231,7 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
                     } else {
                         cfg.peer_scheme = Some(sack);
                     }
+                    cfg.path_cache = crate::net_cli::path_cache(a_resume);
                     // One socket per data stream, so a sharded server spreads them.
                     let mut eps = Vec::new();
                     for _ in 0..opts.streams {

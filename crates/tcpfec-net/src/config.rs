@@ -51,6 +51,9 @@ pub struct EndpointConfig {
     pub retry: RetryPolicy,
     /// Engine settings (the scheme and MSS fields are overridden from this struct).
     pub engine: Config,
+    /// Client: where connections save what they learnt about their path, and resume
+    /// from it the next time (Careful Resume); `None` starts every connection afresh.
+    pub path_cache: Option<std::sync::Arc<crate::path_cache::PathCache>>,
 }
 
 impl EndpointConfig {
@@ -83,6 +86,7 @@ impl EndpointConfig {
                 max_packet_len: Some(MAX_ENGINE_PACKET),
                 ..Config::default()
             },
+            path_cache: None,
         }
     }
 

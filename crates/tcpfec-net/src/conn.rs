@@ -168,6 +168,18 @@ impl Conn {
     }
 
     /// Starts the data phase.
+    /// Saves what the connection learnt about its path, for the next connection to the
+    /// same peer (a client with a path cache; see [`crate::path_cache`]).
+    pub(crate) fn save_path(&self, cfg: &EndpointConfig) {
+        let (Some(cache), Some(engine)) = (cfg.path_cache.as_ref(), self.engine.as_ref()) else {
+            return;
+        };
+        if let Some(path) = engine.path_observation() {
+            // A cache that cannot be written only costs the next connection its head start.
+            let _ = cache.store(self.origin.ip(), path);
+        }
+    }
+
     pub(crate) fn open(&mut self, engine: Engine, sealer: Sealer) {
         self.engine = Some(engine);
         self.sealer = Some(sealer);
@@ -254,7 +266,12 @@ impl Conn {
         };
         let scheme = crate::params::engine_scheme(&cfg.scheme, &params.send);
         let peer = params.opening.to_peer(rtt);
-        let mut engine = Engine::established(cfg.engine_config(scheme), &params.send, &peer);
+        let mut engine_cfg = cfg.engine_config(scheme);
+        engine_cfg.resume = cfg
+            .path_cache
+            .as_ref()
+            .and_then(|c| c.lookup(self.peer.ip()));
+        let mut engine = Engine::established(engine_cfg, &params.send, &peer);
         engine.set_peer_conn_id(params.server_id);
         self.peer_id = params.server_id;
         self.last_recv = now;

@@ -300,6 +300,11 @@ impl Drop for Endpoint {
     fn drop(&mut self) {
         for (shared, driver) in self.shards.iter().zip(&self.drivers) {
             let mut st = shared.lock();
+            // Connections still open when the endpoint goes (a command exiting once its
+            // work is confirmed) have learnt their path too.
+            for c in st.conns.values() {
+                c.save_path(&shared.cfg);
+            }
             st.closing = true;
             st.accept_tx = None;
             drop(st);
@@ -448,6 +453,7 @@ fn poll_all(shared: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
     }
     for id in dead {
         if let Some(c) = st.conns.remove(&id) {
+            c.save_path(&shared.cfg);
             st.by_client.remove(&(c.origin, c.peer_id));
             if c.unvalidated.is_some() {
                 st.unvalidated -= 1;

@@ -24,6 +24,7 @@ pub mod key;
 pub mod link;
 pub mod pacer;
 pub mod params;
+pub mod path_cache;
 pub mod perf;
 pub mod printable;
 pub mod relay;

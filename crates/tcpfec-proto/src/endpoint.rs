@@ -231,4 +231,14 @@ impl Endpoint {
     pub fn stats(&self) -> Stats {
         both!(self, c => c.stats())
     }
+
+    /// The path as this connection's sender saw it, to resume the next connection to the
+    /// same peer from (`Config::resume`); `None` if it learnt too little, and for FECTCP,
+    /// which has no window to resume.
+    pub fn path_observation(&self) -> Option<crate::resume::SavedPath> {
+        match self {
+            Endpoint::Stream(c) => c.path_observation(),
+            _ => None,
+        }
+    }
 }

@@ -136,6 +136,10 @@ const RETREAT_BETA: f64 = 0.5;
 /// it was saved on, so the path has less room than it had, and the jump retreats before
 /// the queue overflows.
 const DELAY_MARGIN_DIVISOR: u32 = 8;
+/// Round trips in a row that must exceed the limit (HyStart++'s N_RTT_SAMPLE, RFC 9406
+/// §4.3): one packet rebuilt from a repair is acknowledged late, and at 5 % random loss
+/// single late samples retreated jumps on paths with room to spare.
+const DELAY_SAMPLES: u32 = 8;
 const DELAY_MARGIN_MIN: Duration = Duration::from_millis(4);
 const DELAY_MARGIN_MAX: Duration = Duration::from_millis(16);
 
@@ -199,6 +203,8 @@ pub(crate) struct CarefulResume {
     lost_at_completion: u64,
     /// Bytes declared lost when the jump began.
     lost_at_jump: u64,
+    /// Round-trip samples in a row above the delay limit.
+    late_samples: u32,
     /// `PipeSize` when the jump began.
     pipe_at_jump: f64,
     /// The share of the jump's bytes that may be lost before it counts as congestion
@@ -230,6 +236,7 @@ impl CarefulResume {
             watching: false,
             lost_at_completion: 0,
             lost_at_jump: 0,
+            late_samples: 0,
             pipe_at_jump: 0.0,
             loss_tolerance: if models_path { LOSS_THRESH } else { 0.0 },
             mss,
@@ -351,7 +358,14 @@ impl CarefulResume {
             ResumeStatus::Unvalidated | ResumeStatus::Validating
         );
         let reached = |order: u64| newest.is_some_and(|n| n >= order);
-        let queued = rtt.is_some_and(|r| r > self.delay_limit());
+        if let Some(r) = rtt {
+            self.late_samples = if r > self.delay_limit() {
+                self.late_samples + 1
+            } else {
+                0
+            };
+        }
+        let queued = self.late_samples >= DELAY_SAMPLES;
         if self.watching {
             // A loss ends slow start by itself; a queue before it ends it here.
             self.watching = !queued && lost == self.lost_at_completion;
@@ -522,8 +536,12 @@ mod tests {
         assert_eq!(a, settle);
         assert_eq!(r.status(), ResumeStatus::Completed);
         assert_eq!(r.cwnd_floor(), None);
-        // A queue after the jump (a sample 17 ms over 100 ms) ends slow start, once.
+        // A queue after the jump (samples 17 ms over 100 ms) ends slow start, once.
         let late = Some(Duration::from_millis(117));
+        for i in 0..7 {
+            let a = r.on_ack(ms(190 + i), 1000, Some(53 + i), late, 0, 50e3, 120);
+            assert_eq!(a, ResumeAction::None);
+        }
         let a = r.on_ack(ms(200), 1000, Some(60), late, 0, 50e3, 120);
         assert_eq!(a, ResumeAction::EndSlowStart);
         let a = r.on_ack(ms(201), 1000, Some(61), late, 0, 50e3, 120);
@@ -584,7 +602,17 @@ mod tests {
         let rtt = |us| Some(Duration::from_micros(us));
         let a = r.on_ack(ms(140), 1000, Some(0), rtt(112_400), 0, 0.0, 50);
         assert_eq!(a, ResumeAction::None);
-        let a = r.on_ack(ms(160), 1000, Some(1), rtt(112_600), 0, 0.0, 50);
+        // Late samples count only eight in a row: a packet rebuilt by FEC is one.
+        for i in 1..8 {
+            let a = r.on_ack(ms(140 + i), 1000, Some(i), rtt(112_600), 0, 0.0, 50);
+            assert_eq!(a, ResumeAction::None);
+        }
+        r.on_ack(ms(150), 1000, Some(9), rtt(100_000), 0, 0.0, 50);
+        for i in 10..17 {
+            let a = r.on_ack(ms(150 + i), 1000, Some(i), rtt(112_600), 0, 0.0, 50);
+            assert_eq!(a, ResumeAction::None);
+        }
+        let a = r.on_ack(ms(170), 1000, Some(17), rtt(112_600), 0, 0.0, 50);
         assert_eq!(a, ResumeAction::Retreat);
     }
 

@@ -1,0 +1,97 @@
+//! Careful Resume in the simulator (`sim --resume`): a 10 MB transfer on a 50 Mb/s path
+//! with a 200 ms round trip and a one-BDP queue, started afresh, resumed from the path's
+//! own values, and resumed from wrong ones.
+
+use core::time::Duration;
+use tcpfec_proto::Scheme;
+use tcpfec_sim::{run, App, LossSpec, Resume, RunResult, Scenario};
+
+const BDP_PACKETS: u32 = 893; // 50 Mb/s × 200 ms in 1400-byte packets
+
+fn transfer(scheme: &str, resume: Resume) -> RunResult {
+    run(&Scenario {
+        scheme: Scheme::parse(scheme).unwrap(),
+        bottleneck_bps: 50_000_000,
+        access_bps: 1_000_000_000,
+        delay: Duration::from_millis(100),
+        access_delay: (Duration::ZERO, Duration::ZERO),
+        buffer: BDP_PACKETS,
+        packet_size: 1400,
+        loss: LossSpec::None,
+        initial_window: 10,
+        app: App::Transfer { bytes: 10_000_000 },
+        duration: Duration::from_secs(30),
+        window: (Duration::ZERO, Duration::from_secs(30)),
+        resume,
+        ..Scenario::default()
+    })
+}
+
+fn completion(r: &RunResult) -> f64 {
+    r.flows[0].completion_time_s.expect("the transfer finished")
+}
+
+fn lost(r: &RunResult) -> f64 {
+    r.data_loss_rate * r.data_packets as f64
+}
+
+fn saved(rate_mbit: u64, rtt_ms: u64) -> Resume {
+    Resume::Saved {
+        rate_bps: rate_mbit * 1_000_000,
+        rtt: Duration::from_millis(rtt_ms),
+    }
+}
+
+#[test]
+fn a_resumed_transfer_jumps_and_finishes_a_quarter_sooner() {
+    for scheme in ["auto", "bbr1", "cubic"] {
+        let fresh = transfer(scheme, Resume::Off);
+        let resumed = transfer(scheme, Resume::Path);
+        assert_eq!(fresh.flows[0].resume, None);
+        assert_eq!(resumed.flows[0].resume, Some("completed"), "{scheme}");
+        let (a, b) = (completion(&fresh), completion(&resumed));
+        assert!(b < 0.8 * a, "{scheme}: resumed {b:.2} s, fresh {a:.2} s");
+        // The bound: handshake, 10 MB at the payload rate, the one-way delay.
+        let bound = 0.2 + 10e6 * 8.0 / (50e6 * 1360.0 / 1400.0) + 0.1;
+        assert!(
+            b < 1.25 * bound,
+            "{scheme}: {b:.2} s against a bound of {bound:.2} s"
+        );
+    }
+}
+
+#[test]
+fn a_changed_round_trip_refuses_the_jump() {
+    // Saved 2 s (ten times the path's 200 ms): the current RTT is below half of it.
+    let fresh = transfer("auto", Resume::Off);
+    let stale = transfer("auto", saved(50, 2000));
+    assert_eq!(stale.flows[0].resume, Some("rtt_not_validated"));
+    assert_eq!(completion(&stale), completion(&fresh), "a normal start");
+}
+
+#[test]
+fn a_saved_rate_ten_times_too_high_retreats_and_loses_no_more_than_a_bbr_startup() {
+    let wrong = transfer("auto", saved(500, 200));
+    assert_eq!(wrong.flows[0].resume, Some("retreated"));
+    let startup = transfer("bbr1", Resume::Off);
+    assert!(
+        lost(&wrong) <= lost(&startup),
+        "the retreat lost {} packets, a BBR start-up {}",
+        lost(&wrong),
+        lost(&startup)
+    );
+    let fresh = transfer("auto", Resume::Off);
+    assert!(
+        completion(&wrong) < completion(&fresh),
+        "and still finishes before a normal start: {:.2} s against {:.2} s",
+        completion(&wrong),
+        completion(&fresh)
+    );
+}
+
+#[test]
+fn resumed_runs_repeat_bit_for_bit() {
+    let a = transfer("auto", saved(500, 200));
+    let b = transfer("auto", saved(500, 200));
+    assert_eq!(a, b);
+}
