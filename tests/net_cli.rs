@@ -6,8 +6,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The program, with Careful Resume off: the user's path cache would carry what one
+/// test learnt into the next (the cache has its own tests in tcpfec-net).
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tcpfec"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tcpfec"));
+    c.env("TCPFEC_NO_RESUME", "1");
+    c
 }
 
 /// `tcpfec send FILE ADDR --key-file KEY`, ready for more arguments.

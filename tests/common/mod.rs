@@ -11,6 +11,8 @@ use std::process::Command;
 pub fn tcpfec() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tcpfec"));
     c.env_remove("SLURM_ARRAY_TASK_ID");
+    // No path cache carried from one test into the next.
+    c.env("TCPFEC_NO_RESUME", "1");
     c
 }
 
