@@ -110,6 +110,11 @@ impl DeliveryRate {
         self.newest_delivered
     }
 
+    /// The send order the next packet will get.
+    pub fn next_order(&self) -> u64 {
+        self.sent
+    }
+
     /// The send order of the packet sent last, if any.
     pub fn last_sent(&self) -> Option<u64> {
         self.sent.checked_sub(1)

@@ -149,20 +149,13 @@ pub(crate) enum ResumeAction {
     /// Nothing.
     None,
     /// The jump is validated (or was not filled): the controller's window is at least
-    /// `cwnd_bytes` from now on, and a window rule's slow start ends at `ssthresh_bytes`
-    /// if given.
-    Settle {
-        cwnd_bytes: f64,
-        ssthresh_bytes: Option<f64>,
-    },
+    /// this many bytes from now on.
+    Settle { cwnd_bytes: f64 },
     /// The jump met congestion: the controller leaves its start-up (a BBR enters Drain).
     Retreat,
-    /// The retreat ended: the controller continues with at most this window and this
-    /// slow-start threshold, bytes.
-    EndRetreat {
-        cwnd_bytes: f64,
-        ssthresh_bytes: f64,
-    },
+    /// The retreat ended: a window rule restarts with this window, bytes, as its
+    /// window and its slow-start threshold (a BBR keeps its model).
+    EndRetreat { window_bytes: f64 },
     /// In the round after a validated jump, the queue grew: a window rule's slow start
     /// ends here (HyStart++'s delay exit, once).
     EndSlowStart,
@@ -292,6 +285,12 @@ impl CarefulResume {
         self.lost_at_jump = lost;
     }
 
+    /// True while ACKs still matter: the resume has not ended, or it watches the slow
+    /// start after a validated jump.
+    pub(crate) fn wants_acks(&self) -> bool {
+        !self.status.is_over() || self.watching
+    }
+
     /// The least window while the jump goes out or is validated, bytes.
     pub(crate) fn cwnd_floor(&self) -> Option<f64> {
         match self.status {
@@ -328,7 +327,6 @@ impl CarefulResume {
             self.status = ResumeStatus::RateLimited;
             return ResumeAction::Settle {
                 cwnd_bytes: self.pipe.max(self.initial_bytes),
-                ssthresh_bytes: None,
             };
         }
         self.status = ResumeStatus::Validating;
@@ -384,10 +382,9 @@ impl CarefulResume {
                 // it is validated capacity, so the window restarts there rather than
                 // slow-starting again from the cap a retreat found early may have set
                 // (one initial window, when the first ACKs already showed the queue).
-                let validated = (self.pipe * RETREAT_BETA).max(self.initial_bytes);
+                // The pipe only grows, so this is never below that cap.
                 return ResumeAction::EndRetreat {
-                    cwnd_bytes: validated.max(self.retreat_cap),
-                    ssthresh_bytes: validated,
+                    window_bytes: (self.pipe * RETREAT_BETA).max(self.initial_bytes),
                 };
             }
             return ResumeAction::None;
@@ -421,7 +418,6 @@ impl CarefulResume {
             self.lost_at_completion = lost;
             return ResumeAction::Settle {
                 cwnd_bytes: self.validating_base + self.validating_acked,
-                ssthresh_bytes: None,
             };
         }
         ResumeAction::None
@@ -463,17 +459,19 @@ mod tests {
         Instant::from_nanos(x * 1_000_000)
     }
 
-    /// A path of 1 MB/s and 100 ms saved (a 100 kB BDP), initial window 10 segments.
+    /// A path of 1 MB/s and 100 ms saved (a 100 kB BDP), initial window 10 segments,
+    /// under a window rule.
     fn resume() -> CarefulResume {
-        CarefulResume::new(
-            SavedPath {
-                rate: 1e6,
-                min_rtt: Duration::from_millis(100),
-            },
-            10.0 * MSS,
-            MSS,
-            false,
-        )
+        resume_for(false)
+    }
+
+    /// The same under a controller that models the path (`models_path`) or not.
+    fn resume_for(models_path: bool) -> CarefulResume {
+        let saved = SavedPath {
+            rate: 1e6,
+            min_rtt: Duration::from_millis(100),
+        };
+        CarefulResume::new(saved, 10.0 * MSS, MSS, models_path)
     }
 
     #[test]
@@ -529,11 +527,7 @@ mod tests {
             assert_eq!(r.cwnd_floor(), Some((50 + una) as f64 * MSS));
         }
         let a = r.on_ack(ms(150), 1000, Some(49), rtt, 0, 50e3, 100);
-        let settle = ResumeAction::Settle {
-            cwnd_bytes: 100e3,
-            ssthresh_bytes: None,
-        };
-        assert_eq!(a, settle);
+        assert_eq!(a, ResumeAction::Settle { cwnd_bytes: 100e3 });
         assert_eq!(r.status(), ResumeStatus::Completed);
         assert_eq!(r.cwnd_floor(), None);
         // A queue after the jump (samples 17 ms over 100 ms) ends slow start, once.
@@ -569,8 +563,7 @@ mod tests {
         assert_eq!(
             a,
             ResumeAction::EndRetreat {
-                cwnd_bytes: 15_000.0,
-                ssthresh_bytes: 15_000.0
+                window_bytes: 15_000.0
             }
         );
         assert_eq!(r.status(), ResumeStatus::Retreated);
@@ -579,11 +572,7 @@ mod tests {
 
     #[test]
     fn a_controller_that_models_the_path_retreats_only_beyond_ten_percent_loss() {
-        let saved = SavedPath {
-            rate: 1e6,
-            min_rtt: Duration::from_millis(100),
-        };
-        let mut r = CarefulResume::new(saved, 10.0 * MSS, MSS, true);
+        let mut r = resume_for(true);
         r.confirm(ms(0), Duration::from_millis(100), 0.0, 0, 0, 10.0 * MSS);
         r.on_window_full(50.0 * MSS, 50);
         let rtt = Some(Duration::from_millis(100));
@@ -627,11 +616,7 @@ mod tests {
         let mut r = resume();
         r.confirm(ms(0), Duration::from_millis(100), 5e3, 5, 0, 10.0 * MSS);
         let a = r.on_ack(ms(101), 1000, Some(5), None, 0, 4e3, 9);
-        let settle = ResumeAction::Settle {
-            cwnd_bytes: 10e3,
-            ssthresh_bytes: None,
-        };
-        assert_eq!(a, settle);
+        assert_eq!(a, ResumeAction::Settle { cwnd_bytes: 10e3 });
         assert_eq!(r.status(), ResumeStatus::RateLimited);
     }
 

@@ -664,7 +664,7 @@ impl Sender {
             self.app_limited = false;
             if let Some(r) = self.resume.as_mut() {
                 let flight = self.sb.bytes_outstanding() as f64;
-                let next = self.sb.rate.last_sent().map_or(0, |o| o + 1);
+                let next = self.sb.rate.next_order();
                 let action = r.on_window_full(flight, next);
                 self.apply_resume(action);
             }
@@ -1009,54 +1009,47 @@ impl Sender {
         };
         let flight = self.sb.bytes_outstanding() as f64;
         let cwnd = self.cc.cwnd() * self.mss as f64;
-        let next = self.sb.rate.last_sent().map_or(0, |o| o + 1);
+        let next = self.sb.rate.next_order();
         r.confirm(now, rtt, flight, next, self.sb.rate.lost(), cwnd);
     }
 
     /// Feeds one ACK to Careful Resume: `delivered_before` is the delivery count before
     /// the ACK, `rtt` its sample.
     fn resume_on_ack(&mut self, now: Instant, delivered_before: u64, rtt: Option<Duration>) {
-        let Some(r) = self.resume.as_mut() else {
+        let Some(r) = self.resume.as_mut().filter(|r| r.wants_acks()) else {
             return;
         };
         let acked = self.sb.rate.delivered() - delivered_before;
         let flight = self.sb.bytes_outstanding() as f64;
         let (newest, lost) = (self.sb.newest_delivered(), self.sb.rate.lost());
-        let next = self.sb.rate.last_sent().map_or(0, |o| o + 1);
+        let next = self.sb.rate.next_order();
         let action = r.on_ack(now, acked, newest, rtt, lost, flight, next);
         self.apply_resume(action);
     }
 
-    /// Hands what Careful Resume decided to the congestion controller.
+    /// Hands what Careful Resume decided to the congestion controller. Window and
+    /// threshold arithmetic is for window rules only: a controller that models the path
+    /// keeps its own (BBR ignores `set_cwnd` and leaves Startup on a retreat).
     fn apply_resume(&mut self, action: ResumeAction) {
         let mss = self.mss as f64;
+        let window_rule = !self.cc.models_path();
         match action {
             ResumeAction::None => {}
-            ResumeAction::Settle {
-                cwnd_bytes,
-                ssthresh_bytes,
-            } => {
+            ResumeAction::Settle { cwnd_bytes } => {
                 let w = self.cc.cwnd().max(cwnd_bytes / mss);
                 self.cc.set_cwnd(w);
-                if let Some(ss) = ssthresh_bytes.filter(|_| !self.cc.models_path()) {
-                    let win = self.cc.window_mut();
-                    win.ssthresh = win.ssthresh.min(ss / mss).max(2.0);
-                }
             }
             ResumeAction::Retreat => self.cc.leave_startup(),
             ResumeAction::EndSlowStart => {
-                let models_path = self.cc.models_path();
-                let win = self.cc.window_mut();
-                if !models_path && win.cwnd < win.ssthresh {
-                    win.ssthresh = win.cwnd.max(2.0);
+                let cwnd = self.cc.cwnd();
+                if window_rule && cwnd < self.cc.ssthresh() {
+                    self.cc.window_mut().ssthresh = cwnd.max(2.0);
                 }
             }
-            ResumeAction::EndRetreat {
-                cwnd_bytes,
-                ssthresh_bytes,
-            } => self
-                .cc
-                .end_resume_retreat(cwnd_bytes / mss, ssthresh_bytes / mss),
+            ResumeAction::EndRetreat { window_bytes } if window_rule => {
+                self.cc.set_window_and_threshold(window_bytes / mss);
+            }
+            ResumeAction::EndRetreat { .. } => {}
         }
     }
 

@@ -237,6 +237,12 @@ mod tests {
 
     const QUEUED: (Duration, Duration) = (Duration::from_millis(150), Duration::from_millis(100));
 
+    /// A report at `at` over the flight `span` of 100 segments, a 50 ms queue, BBR
+    /// started up, `lost` of 5 packets lost, on a clean channel.
+    fn report(c: &mut CongestionCap, at: Instant, span: (u64, u64), lost: u64) {
+        c.on_report(at, span, 100.0, QUEUED, (true, None), lost, 5, (0.0, 1.0));
+    }
+
     #[test]
     fn losses_without_a_queue_in_the_round_trip_are_not_a_mark() {
         let mut c = CongestionCap::default();
@@ -287,12 +293,12 @@ mod tests {
         let mut c = CongestionCap::default();
         assert!(c.limit().is_none(), "no cap before a mark");
         let t0 = Instant::ZERO;
-        c.on_report(t0, (1, 101), 100.0, QUEUED, (true, None), 1, 5, (0.0, 1.0));
+        report(&mut c, t0, (1, 101), 1);
         assert_eq!(c.marks, 1);
         let cap = c.limit().unwrap();
         assert!((cap - 70.0).abs() < 1e-9, "cut to 0.7 of the flight: {cap}");
         // A second report in the same round does not cut again.
-        c.on_report(t0, (50, 120), 100.0, QUEUED, (true, None), 5, 5, (0.0, 1.0));
+        report(&mut c, t0, (50, 120), 5);
         assert_eq!(c.marks, 1);
         // It grows back along CUBIC's curve on ACKs.
         let rtt = Some(Duration::from_millis(100));
@@ -316,16 +322,7 @@ mod tests {
         // A standing queue of 50 ms through every cut: a competitor that does not yield.
         for mark in 0..=UNYIELDING_STREAK as u64 {
             let at = Instant::from_nanos(mark * 1_000_000_000);
-            c.on_report(
-                at,
-                (una, una + 100),
-                100.0,
-                QUEUED,
-                (true, None),
-                2,
-                5,
-                (0.0, 1.0),
-            );
+            report(&mut c, at, (una, una + 100), 2);
             for _ in 0..4 {
                 una += 101;
                 c.on_ack(at, (una, una + 100), Some(QUEUED), 1, rtt);
@@ -334,15 +331,11 @@ mod tests {
         assert_eq!(c.lifts, 1);
         assert!(c.limit().is_none(), "lifted");
         // Marks while the queue stands are ignored.
-        c.on_report(
+        report(
+            &mut c,
             Instant::from_nanos(9_000_000_000),
             (una, una + 100),
-            100.0,
-            QUEUED,
-            (true, None),
             2,
-            5,
-            (0.0, 1.0),
         );
         assert!(c.limit().is_none());
         // A round in which the queue drains, then a mark caps again.
@@ -357,15 +350,11 @@ mod tests {
                 rtt,
             );
         }
-        c.on_report(
+        report(
+            &mut c,
             Instant::from_nanos(10_000_000_000),
             (una, una + 100),
-            100.0,
-            QUEUED,
-            (true, None),
             1,
-            5,
-            (0.0, 1.0),
         );
         assert!(c.limit().is_some());
     }
@@ -377,16 +366,7 @@ mod tests {
         let drained = (Duration::from_millis(101), Duration::from_millis(100));
         let mut una = 1;
         for mark in 0..6u64 {
-            c.on_report(
-                Instant::from_nanos(mark),
-                (una, una + 100),
-                100.0,
-                QUEUED,
-                (true, None),
-                1,
-                5,
-                (0.0, 1.0),
-            );
+            report(&mut c, Instant::from_nanos(mark), (una, una + 100), 1);
             // After each cut the queue empties (a CUBIC flow cut as well), then refills.
             for r in 0..4 {
                 una += 101;

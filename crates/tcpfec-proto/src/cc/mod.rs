@@ -118,19 +118,8 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     }
     /// A resumed connection's jump met congestion (Careful Resume's Safe Retreat): a
     /// controller with a start-up of its own leaves it (BBR enters Drain, RFC 9959's
-    /// appendix). Window rules wait for [`CongestionControl::end_resume_retreat`].
+    /// appendix). Window rules are given a window when the retreat ends.
     fn leave_startup(&mut self) {}
-    /// Careful Resume's Safe Retreat has ended: the window restarts at `cwnd` segments
-    /// and slow start ends at `ssthresh` (RFC 9959 §4.5). Model-based controllers keep
-    /// their own model.
-    fn end_resume_retreat(&mut self, cwnd: f64, ssthresh: f64) {
-        if self.models_path() {
-            return;
-        }
-        let w = self.window_mut();
-        w.cwnd = cwnd.max(1.0);
-        w.ssthresh = ssthresh.max(2.0);
-    }
     /// The rate to pace at, payload bytes per second; `None` sends as the window opens.
     fn pacing_rate(&self) -> Option<f64> {
         None
