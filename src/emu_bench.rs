@@ -26,7 +26,12 @@ const RESUME_SUFFIX: &str = "+resume";
 #[derive(Debug, Clone)]
 pub enum Contender {
     /// A tcpfec scheme.
-    Tcpfec(String),
+    Tcpfec {
+        /// The scheme.
+        scheme: String,
+        /// Runs `perf --resume` (named `SCHEME+resume`).
+        resume: bool,
+    },
     /// Kernel TCP with this congestion control.
     Tcp(String),
 }
@@ -34,25 +39,24 @@ pub enum Contender {
 impl Contender {
     fn label(&self) -> String {
         match self {
-            Contender::Tcpfec(s) => format!("tcpfec {s}"),
+            Contender::Tcpfec { scheme, resume } => {
+                let suffix = if *resume { RESUME_SUFFIX } else { "" };
+                format!("tcpfec {scheme}{suffix}")
+            }
             Contender::Tcp(c) => format!("TCP {c}"),
         }
     }
 
     fn args(&self, key: &Path) -> Vec<String> {
         match self {
-            Contender::Tcpfec(s) => {
-                let (scheme, resume) = match s.strip_suffix(RESUME_SUFFIX) {
-                    Some(base) => (base, true),
-                    None => (s.as_str(), false),
-                };
+            Contender::Tcpfec { scheme, resume } => {
                 let mut v = vec![
                     "--scheme".into(),
-                    scheme.into(),
+                    scheme.clone(),
                     "--key-file".into(),
                     key.display().to_string(),
                 ];
-                if resume {
+                if *resume {
                     v.push("--resume".into());
                 }
                 v
@@ -153,12 +157,16 @@ pub fn contenders(schemes: Option<&str>) -> Result<Vec<Contender>, String> {
         Some(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
         None => vec!["sack".into(), DEFAULT_SCHEME.into()],
     };
-    for s in &tcpfec {
-        let scheme = s.strip_suffix(RESUME_SUFFIX).unwrap_or(s);
-        Scheme::parse(scheme).map_err(|e| format!("--schemes: {e}"))?;
+    let mut v = Vec::new();
+    for s in tcpfec {
+        let (scheme, resume) = match s.strip_suffix(RESUME_SUFFIX) {
+            Some(base) => (base.to_string(), true),
+            None => (s, false),
+        };
+        Scheme::parse(&scheme).map_err(|e| format!("--schemes: {e}"))?;
+        v.push(Contender::Tcpfec { scheme, resume });
     }
     let have = kernel_tcp::available();
-    let mut v: Vec<Contender> = tcpfec.into_iter().map(Contender::Tcpfec).collect();
     for cc in ["cubic", "bbr"] {
         if have.iter().any(|h| h == cc) {
             v.push(Contender::Tcp(cc.into()));

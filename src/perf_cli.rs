@@ -213,7 +213,7 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
         vec![tcpfec]
     };
     let json_out = a.json;
-    let a_resume = a.resume;
+    let resume = a.resume;
     runtime()?.block_on(async move {
         let server = resolve("HOST:PORT", &addr_text).await?;
         let mut reports = Vec::new();
@@ -231,7 +231,7 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
                     } else {
                         cfg.peer_scheme = Some(sack);
                     }
-                    cfg.path_cache = crate::net_cli::path_cache(a_resume);
+                    cfg.path_cache = crate::net_cli::path_cache(resume);
                     // One socket per data stream, so a sharded server spreads them.
                     let mut eps = Vec::new();
                     for _ in 0..opts.streams {

@@ -167,7 +167,6 @@ impl Conn {
         }
     }
 
-    /// Starts the data phase.
     /// Saves what the connection learnt about its path, for the next connection to the
     /// same peer (a client with a path cache; see [`crate::path_cache`]).
     pub(crate) fn save_path(&self, cfg: &EndpointConfig) {
@@ -180,6 +179,7 @@ impl Conn {
         }
     }
 
+    /// Starts the data phase.
     pub(crate) fn open(&mut self, engine: Engine, sealer: Sealer) {
         self.engine = Some(engine);
         self.sealer = Some(sealer);
@@ -270,7 +270,7 @@ impl Conn {
         engine_cfg.resume = cfg
             .path_cache
             .as_ref()
-            .and_then(|c| c.lookup(self.peer.ip()));
+            .and_then(|c| c.lookup(self.origin.ip()));
         let mut engine = Engine::established(engine_cfg, &params.send, &peer);
         engine.set_peer_conn_id(params.server_id);
         self.peer_id = params.server_id;
