@@ -119,8 +119,8 @@ const RTT_HIGH: f64 = 10.0;
 /// Controllers that model the path take a loss in the jump as congestion only beyond
 /// this share of the jump's bytes, plus [`LOSS_SLACK_PACKETS`]. They are built to ignore
 /// random loss, and while `auto`'s FEC has not yet measured the channel, a 5 % loss path
-/// leaves about 6 % of the first round unrepaired (BBRv3's 2 % retreated there, and the
-/// 10 MB transfer took 5.2 s instead of 3.5). A jump into a queue that cannot hold it
+/// leaves about 6 % of the first round unrepaired, above BBRv3's 2 % threshold. A jump
+/// into a queue that cannot hold it
 /// shows the queue's delay first (`delay_limit`), and one that overflows it loses a fifth
 /// of its packets or more. Window rules take any loss as congestion, as RFC 9959 does.
 const LOSS_THRESH: f64 = 0.10;
@@ -411,9 +411,8 @@ impl CarefulResume {
         if reached(self.last_unvalidated) {
             self.status = ResumeStatus::Completed;
             // Slow start goes on from the validated window (RFC 9959 §4.4), and a queue
-            // ends it: doubling on from the saved capacity overflows a shallow queue at
-            // once (a CUBIC flow lost 1 981 packets in a quarter-BDP buffer that way,
-            // against 321 with a normal start).
+            // ends it: doubling on from about the path's capacity overflows a shallow
+            // queue within a round or two.
             self.watching = true;
             self.lost_at_completion = lost;
             return ResumeAction::Settle {

@@ -1123,8 +1123,7 @@ impl Sender {
         }
         let rtt = self.rtt_this_ack.take();
         // The round trip of the newest packet delivered, not the timestamp echo's: after
-        // a hole the echo carries the wait for the hole's repair, and read as a queue it
-        // made 1 % random loss retreat every other jump.
+        // a hole the echo carries the wait for the hole's repair, which is no queue.
         self.resume_on_ack(now, delivered_before, sample.and_then(|s| s.rtt));
         if !self.event_driven {
             return;
