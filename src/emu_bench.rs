@@ -78,6 +78,8 @@ pub struct Plan {
     pub seconds: f64,
     /// Bytes of the completion runs.
     pub bytes: u64,
+    /// Drop-tail queue per direction, packets (`None`: one BDP, at least 64).
+    pub queue: Option<usize>,
     /// Longest a completion run may take.
     pub limit: Duration,
     /// Who races.
@@ -139,6 +141,16 @@ impl DelayTest {
 }
 
 impl Plan {
+    /// The link's bandwidth-delay product in 1500-byte packets.
+    fn bdp_packets(&self) -> f64 {
+        self.rate as f64 * self.rtt.as_secs_f64() / 8.0 / 1500.0
+    }
+
+    /// The drop-tail queue per direction, packets: as given, or one BDP (at least 64).
+    fn queue_packets(&self) -> usize {
+        self.queue.unwrap_or((self.bdp_packets() as usize).max(64))
+    }
+
     /// Width of the table's first column: the longest contender's label.
     fn label_width(&self) -> usize {
         self.contenders
@@ -203,13 +215,13 @@ pub fn run(plan: &Plan) -> Result<(), String> {
     Psk::generate()
         .write_new(&key)
         .map_err(|e| format!("{}: {e}", key.display()))?;
-    let bdp = (plan.rate as f64 * plan.rtt.as_secs_f64() / 8.0 / 1500.0) as usize;
+    let queue = plan.queue_packets();
     if !plan.json {
         println!(
-            "emulated link (tcpfec emu): {} Mb/s, RTT {:?}, drop-tail queue {} packets (1 BDP), loss a -> b",
+            "emulated link (tcpfec emu): {} Mb/s, RTT {:?}, drop-tail queue {queue} packets ({:.2} BDP of 1500-byte packets), loss a -> b",
             plan.rate as f64 / 1e6,
             plan.rtt,
-            bdp.max(64)
+            queue as f64 / plan.bdp_packets().max(1e-9),
         );
     }
     if let (Some(cc), false) = (&plan.against, plan.json) {
@@ -268,7 +280,7 @@ pub fn run(plan: &Plan) -> Result<(), String> {
         let link = LinkSpec {
             rate_bps: Some(plan.rate),
             delay: plan.rtt / 2,
-            queue: bdp.max(64),
+            queue,
             max_bytes: DEFAULT_MAX_BYTES,
             loss: LossSpec::None,
         };
@@ -452,7 +464,8 @@ fn report_against(plan: &Plan, l: LossSpec, c: &Contender, cc: &str, own: f64, o
             json!({
                 "bench": "emu-against", "transport": c.label(), "against": cc,
                 "loss": l.mean_loss(), "loss_model": l, "rate_bps": plan.rate,
-                "rtt_ms": plan.rtt.as_secs_f64() * 1e3, "seconds": plan.seconds,
+                "rtt_ms": plan.rtt.as_secs_f64() * 1e3, "queue_packets": plan.queue_packets(),
+                "seconds": plan.seconds,
                 "goodput_mbps": own, "against_goodput_mbps": other, "ratio": ratio,
             })
         );
@@ -502,6 +515,7 @@ fn report_delay(plan: &Plan, l: LossSpec, c: &Contender, d: &DelayTest, v: &Valu
             json!({
                 "bench": "emu-delay", "transport": c.label(), "loss": l.mean_loss(),
                 "loss_model": l, "rate_bps": plan.rate, "rtt_ms": plan.rtt.as_secs_f64() * 1e3,
+                "queue_packets": plan.queue_packets(),
                 "test": d.args(plan.seconds).join(" "), d.key(): p, "retransmits": retr,
                 "repairs_sent": repair, "bytes": moved, "link_bytes_a_to_b": wire,
                 "wire_overhead": overhead,
@@ -565,6 +579,7 @@ fn report(plan: &Plan, l: LossSpec, c: &Contender, o: &Outcome, link: Value) {
             json!({
                 "bench": "emu", "transport": c.label(), "loss": p, "loss_model": l,
                 "rate_bps": plan.rate, "rtt_ms": plan.rtt.as_secs_f64() * 1e3,
+                "queue_packets": plan.queue_packets(),
                 "bulk_mbps": o.bulk.map(|b| b.0), "steady_mbps": o.bulk.map(|b| b.1),
                 "retransmits": o.bulk_counts.0, "repairs_sent": o.bulk_counts.1,
                 "completion_bytes": plan.bytes, "completion_s": o.completion,

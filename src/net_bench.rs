@@ -60,6 +60,10 @@ pub struct NetBenchArgs {
     /// Bytes of the --emu completion runs.
     #[arg(long, default_value_t = 10_000_000)]
     emu_bytes: u64,
+    /// With --emu: the drop-tail queue of each direction, in packets [default: one BDP of
+    /// 1500-byte packets, at least 64].
+    #[arg(long, value_name = "PACKETS", requires = "emu", value_parser = clap::value_parser!(u32).range(1..))]
+    queue: Option<u32>,
     /// With --emu: instead of bulk and 10 MB, a paced stream at this rate (`perf -b`,
     /// messages of --length bytes, default 1000) for --seconds: each contender's delivery
     /// delay (p50, p99, p99.9) and what it put on the link per byte of the stream.
@@ -402,6 +406,7 @@ pub fn run(a: NetBenchArgs) -> Result<(), String> {
             losses,
             seconds: a.seconds,
             bytes: a.emu_bytes,
+            queue: a.queue.map(|q| q as usize),
             limit: Duration::from_secs(120),
             contenders: crate::emu_bench::contenders(a.schemes.as_deref())?,
             json: a.json,
