@@ -574,11 +574,11 @@ pub fn report_json(r: &Report) -> Value {
                 .iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    let d = delays.and_then(|d| d.streams.get(i).copied().flatten());
+                    let d = delays.map(|d| d.streams.get(i).copied().flatten());
                     interval_json(i as i64 + 1, iv, s, client_sends, d)
                 })
                 .collect();
-            let all = delays.and_then(|d| d.all);
+            let all = delays.map(|d| d.all);
             json!({ "streams": streams, "sum": interval_json(0, iv, &iv.sum(), client_sends, all) })
         })
         .collect();
@@ -715,7 +715,7 @@ fn interval_json(
     iv: &Interval,
     s: &IntervalStream,
     sender: bool,
-    delay: Option<DelaySummary>,
+    delay: Option<Option<DelaySummary>>,
 ) -> Value {
     let secs = iv.end - iv.start;
     let mut v = json!({
@@ -740,8 +740,10 @@ fn interval_json(
     if let Some(r) = s.rtt_us {
         v["rtt"] = json!(r);
     }
+    // A delay test's interval always says how many it timed, none included (a loaded
+    // host can pass an interval without one exchange).
     if let Some(d) = delay {
-        v["tcpfec_delay_ms"] = delay_json(Some(&d), "count");
+        v["tcpfec_delay_ms"] = delay_json(d.as_ref(), "count");
     }
     v
 }
@@ -912,6 +914,22 @@ fn rate(bps: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delay_tests_interval_without_a_sample_counts_none_and_a_bulk_one_has_no_delays() {
+        let iv = Interval {
+            start: 1.0,
+            end: 2.0,
+            streams: vec![IntervalStream::default()],
+            delays: None,
+        };
+        let s = IntervalStream::default();
+        let empty = interval_json(0, &iv, &s, true, Some(None));
+        assert_eq!(empty["tcpfec_delay_ms"]["count"], 0, "{empty}");
+        assert!(empty["tcpfec_delay_ms"]["p99"].is_null(), "{empty}");
+        let bulk = interval_json(0, &iv, &s, true, None);
+        assert!(bulk.get("tcpfec_delay_ms").is_none(), "{bulk}");
+    }
 
     #[test]
     fn byte_counts_take_si_and_iec_units() {
