@@ -163,12 +163,16 @@ impl Plan {
 }
 
 /// The default field: tcpfec's `sack` and default scheme, and the kernel's `cubic` and
-/// `bbr` where it has them; `schemes` replaces the tcpfec part.
-pub fn contenders(schemes: Option<&str>) -> Result<Vec<Contender>, String> {
-    let tcpfec: Vec<String> = match schemes {
-        Some(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
-        None => vec!["sack".into(), DEFAULT_SCHEME.into()],
+/// `bbr` where it has them; `schemes` replaces the tcpfec part and `kernel` the kernel's
+/// (comma-separated, `none` for none).
+pub fn contenders(schemes: Option<&str>, kernel: Option<&str>) -> Result<Vec<Contender>, String> {
+    let list = |s: &str| -> Vec<String> {
+        match s.trim() {
+            "none" => Vec::new(),
+            s => s.split(',').map(|x| x.trim().to_string()).collect(),
+        }
     };
+    let tcpfec = schemes.map_or_else(|| vec!["sack".into(), DEFAULT_SCHEME.into()], list);
     let mut v = Vec::new();
     for s in tcpfec {
         let (scheme, resume) = match s.strip_suffix(RESUME_SUFFIX) {
@@ -179,12 +183,30 @@ pub fn contenders(schemes: Option<&str>) -> Result<Vec<Contender>, String> {
         v.push(Contender::Tcpfec { scheme, resume });
     }
     let have = kernel_tcp::available();
-    for cc in ["cubic", "bbr"] {
-        if have.iter().any(|h| h == cc) {
-            v.push(Contender::Tcp(cc.into()));
-        } else {
-            eprintln!("note: this kernel has no TCP {cc}; left out");
+    match kernel {
+        None => {
+            for cc in ["cubic", "bbr"] {
+                if have.iter().any(|h| h == cc) {
+                    v.push(Contender::Tcp(cc.into()));
+                } else {
+                    eprintln!("note: this kernel has no TCP {cc}; left out");
+                }
+            }
         }
+        Some(k) => {
+            for cc in list(k) {
+                if !have.contains(&cc) {
+                    return Err(format!(
+                        "--kernel: this kernel has no TCP {cc} (it has: {})",
+                        have.join(", ")
+                    ));
+                }
+                v.push(Contender::Tcp(cc));
+            }
+        }
+    }
+    if v.is_empty() {
+        return Err("--schemes none and --kernel none leave nothing to race".into());
     }
     Ok(v)
 }
@@ -600,4 +622,21 @@ fn report(plan: &Plan, l: LossSpec, c: &Contender, o: &Outcome, link: Value) {
         o.completion.map_or(limit, |s| format!("{s:.2}")),
         w = plan.label_width()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn none_leaves_a_side_out_and_both_none_is_refused() {
+        let only_ours = contenders(Some("auto,sack+resume"), Some("none")).unwrap();
+        let labels: Vec<String> = only_ours.iter().map(|c| c.label()).collect();
+        assert_eq!(labels.len(), 2, "{labels:?}");
+        assert!(only_ours
+            .iter()
+            .all(|c| matches!(c, Contender::Tcpfec { .. })));
+        assert!(contenders(Some("none"), Some("none")).is_err());
+        assert!(contenders(Some("no-such-scheme"), Some("none")).is_err());
+    }
 }

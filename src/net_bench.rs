@@ -39,9 +39,14 @@ pub struct NetBenchArgs {
     /// Schemes for the relay runs, comma-separated [default: sack, bbr, bbr1, the default
     /// scheme and the scheme fastest at 1 % loss]. With --emu, SCHEME+resume (e.g.
     /// auto+resume) runs `perf --resume`: its bulk run saves the path and its 10 MB run
-    /// starts from it (Careful Resume).
+    /// starts from it (Careful Resume); `none` races kernel TCP only.
     #[arg(long)]
     schemes: Option<String>,
+    /// With --emu: the kernel TCP congestion controls to race, comma-separated (`none`
+    /// for none) [default: cubic and bbr, those the kernel has]. A control the kernel
+    /// lacks is refused.
+    #[arg(long, value_name = "CCS", requires = "emu")]
+    kernel: Option<String>,
     /// Only the loopback part.
     #[arg(long)]
     loopback_only: bool,
@@ -53,8 +58,9 @@ pub struct NetBenchArgs {
     #[arg(long)]
     quinn: bool,
     /// Instead of loopback and relay: tcpfec (sack and the default scheme, or
-    /// --schemes) against kernel TCP (cubic, bbr) on the same emulated links (`tcpfec
-    /// emu`, needs root): bulk goodput per loss rate and the time of a 10 MB test.
+    /// --schemes) against kernel TCP (cubic and bbr, or --kernel) on the same emulated
+    /// links (`tcpfec emu`, needs root): bulk goodput per loss rate and the time of a
+    /// 10 MB test.
     #[arg(long)]
     emu: bool,
     /// Bytes of the --emu completion runs.
@@ -408,7 +414,7 @@ pub fn run(a: NetBenchArgs) -> Result<(), String> {
             bytes: a.emu_bytes,
             queue: a.queue.map(|q| q as usize),
             limit: Duration::from_secs(120),
-            contenders: crate::emu_bench::contenders(a.schemes.as_deref())?,
+            contenders: crate::emu_bench::contenders(a.schemes.as_deref(), a.kernel.as_deref())?,
             json: a.json,
             against: a.against.clone(),
             delay: match (&a.stream, a.rr) {
