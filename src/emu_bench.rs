@@ -219,6 +219,10 @@ struct Outcome {
     bulk_counts: (u64, u64),
     /// Wall seconds of the completion run (None: it did not finish within the limit).
     completion: Option<f64>,
+    /// The completion run's own seconds as `perf` reports them (`end.sum_sent.seconds`):
+    /// from the data connection's start, after its handshake and the control exchange,
+    /// to the receiver's close.
+    completion_data: Option<f64>,
 }
 
 /// Runs the benchmark.
@@ -282,12 +286,13 @@ pub fn run(plan: &Plan) -> Result<(), String> {
     } else if !plan.json {
         println!(
             "bulk: {:.0} s of `tcpfec perf`, goodput over all of it and after the first third; \
-             {} MB: wall time of `tcpfec perf -n` from the client's start",
+             {} MB: wall time of `tcpfec perf -n` from the client's start, and `data`, perf's own \
+             time from the data connection's start (after the handshakes) to the receiver's close",
             plan.seconds,
             plan.bytes / 1_000_000
         );
         println!(
-            "{:<w$} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12}",
+            "{:<w$} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12} {:>8}",
             "transport",
             "loss",
             "bulk Mb/s",
@@ -295,6 +300,7 @@ pub fn run(plan: &Plan) -> Result<(), String> {
             "retr",
             "repair",
             format!("{} MB s", plan.bytes / 1_000_000),
+            "data s",
             w = plan.label_width()
         );
     }
@@ -438,11 +444,12 @@ fn measure(
     };
     let mut args = c.args(key);
     args.extend(["-n".into(), plan.bytes.to_string()]);
-    let completion = perf(exe, emu.a.name(), &args, plan.limit)?.map(|(_, s)| s);
+    let run = perf(exe, emu.a.name(), &args, plan.limit)?;
     Ok(Outcome {
         bulk,
         bulk_counts,
-        completion,
+        completion: run.as_ref().map(|(_, s)| *s),
+        completion_data: run.and_then(|(v, _)| v["end"]["sum_sent"]["seconds"].as_f64()),
     })
 }
 
@@ -605,6 +612,7 @@ fn report(plan: &Plan, l: LossSpec, c: &Contender, o: &Outcome, link: Value) {
                 "bulk_mbps": o.bulk.map(|b| b.0), "steady_mbps": o.bulk.map(|b| b.1),
                 "retransmits": o.bulk_counts.0, "repairs_sent": o.bulk_counts.1,
                 "completion_bytes": plan.bytes, "completion_s": o.completion,
+                "completion_data_s": o.completion_data,
                 "link_a_to_b": link,
             })
         );
@@ -612,7 +620,7 @@ fn report(plan: &Plan, l: LossSpec, c: &Contender, o: &Outcome, link: Value) {
     }
     let limit = format!(">{:.0}", plan.limit.as_secs_f64());
     println!(
-        "{:<w$} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12}",
+        "{:<w$} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12} {:>8}",
         c.label(),
         l.label(),
         o.bulk.map_or("-".into(), |b| format!("{:.1}", b.0)),
@@ -620,6 +628,7 @@ fn report(plan: &Plan, l: LossSpec, c: &Contender, o: &Outcome, link: Value) {
         o.bulk_counts.0,
         o.bulk_counts.1,
         o.completion.map_or(limit, |s| format!("{s:.2}")),
+        o.completion_data.map_or("-".into(), |s| format!("{s:.2}")),
         w = plan.label_width()
     );
 }
