@@ -19,9 +19,9 @@
 //! pauses after them (a burst's end, a window that closed) the packet that ends the run
 //! arrives at a queue that has drained. (Judged by that packet alone, the drops of a
 //! start-up overshoot into a 7-packet queue read as a 12 % channel, and `auto` sent a
-//! fifth of a 10 MB transfer as repair.) The split errs on the safe side: a channel loss that happens to strike while the
-//! queue is full is counted as congestion, never a feedback loop where repair adds load
-//! that adds drops that add repair. Runs longer than [`MAX_CHANNEL_RUN`] are counted there
+//! fifth of a 10 MB transfer as repair.) The split errs on the safe side: a channel loss
+//! that happens to strike while the queue is full is counted as congestion, never a
+//! feedback loop where repair adds load that adds drops that add repair. Runs longer than [`MAX_CHANNEL_RUN`] are counted there
 //! too, whatever the queue.
 //!
 //! The packets that arrive while the queue is near full are counted apart as well
@@ -87,13 +87,13 @@ impl LossRunMeter {
         self.received += 1;
         let queue = self.queueing_delay(now, now.timestamp_micros().wrapping_sub(ts_val));
         let near_full = self.near_full(queue);
-        let before = core::mem::replace(&mut self.last_queue, queue);
         if near_full {
             let c = &mut self.counters;
             c.congestion_received = c.congestion_received.wrapping_add(1);
         }
         let Some(next) = self.next else {
             self.next = Some(number.wrapping_add(1));
+            self.last_queue = queue;
             return;
         };
         let gap = number.wrapping_sub(next);
@@ -103,6 +103,7 @@ impl LossRunMeter {
             return;
         }
         self.next = Some(number.wrapping_add(1));
+        let before = core::mem::replace(&mut self.last_queue, queue);
         if gap == 0 || gap > MAX_RUN {
             return;
         }
