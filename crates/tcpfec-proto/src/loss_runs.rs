@@ -209,6 +209,24 @@ mod tests {
     }
 
     #[test]
+    fn a_late_packet_is_not_the_one_a_run_follows() {
+        let mut m = LossRunMeter::default();
+        // 0..10 meet a queue rising to 20 ms; a duplicate of 3 arrives late at an empty
+        // queue; 10 and 11 are dropped; 12 meets the drained queue.
+        let arrive = |m: &mut LossRunMeter, n: u32, queue_us: u64| {
+            let sent = 1_000_000 + n as u64 * 100;
+            m.on_packet(at_us(sent + 10_000 + queue_us), n, sent as u32);
+        };
+        for n in 0..10 {
+            arrive(&mut m, n, n as u64 * 2_000 + 2_000);
+        }
+        arrive(&mut m, 3, 0);
+        arrive(&mut m, 12, 0);
+        let c = m.counters();
+        assert_eq!((c.lost, c.congestion_lost), (0, 2));
+    }
+
+    #[test]
     fn a_slow_flow_forgets_its_start_up_queue_in_time() {
         let mut m = LossRunMeter::default();
         // A start-up queue of 20 ms, then ten packets a second for a minute through a
