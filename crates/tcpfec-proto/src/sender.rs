@@ -1,7 +1,7 @@
 //! The sending half: segmentation, the retransmission timer, and loss recovery
 //! (Tahoe, Reno, NewReno, SACK) on top of a window-growth rule.
 
-use crate::cc::{AckEvent, CongestionCap, CongestionControl};
+use crate::cc::{AckEvent, CongestionCap, CongestionControl, CongestionReport};
 use crate::config::{Config, Recovery};
 use crate::fec::window::WindowRepair;
 use crate::fec::{
@@ -552,15 +552,9 @@ impl Sender {
             return Some(probe);
         }
         self.confirm_resume(now);
+        // The jump of a resumed connection is paced at its own rate.
         let jump_rate = self.resume.as_ref().and_then(|r| r.pacing_rate());
-        let rate = if jump_rate.is_some() {
-            jump_rate
-        } else if self.event_driven {
-            self.cc.pacing_rate()
-        } else {
-            None
-        };
-
+        let rate = jump_rate.or_else(|| self.event_driven.then(|| self.cc.pacing_rate())?);
         let Some(rate) = rate else {
             return self.poll_window(now);
         };
@@ -1369,11 +1363,18 @@ impl Sender {
         let Some(rtt) = self.rtt.latest().zip(self.rtt.min_rtt()) else {
             return;
         };
-        let (flight, span) = (self.pipe() as f64, (self.sb.una(), self.sb.nxt()));
-        let model = (self.cc.started_up(), self.cc.bdp_segments());
-        let channel = (est.loss_rate, est.mean_burst);
+        let report = CongestionReport {
+            span: (self.sb.una(), self.sb.nxt()),
+            flight: self.pipe() as f64,
+            rtt,
+            started_up: self.cc.started_up(),
+            bdp: self.cc.bdp_segments(),
+            lost,
+            packets,
+            channel: (est.loss_rate, est.mean_burst),
+        };
         if let Some(cap) = self.congestion_cap.as_mut() {
-            cap.on_report(now, span, flight, rtt, model, lost, packets, channel);
+            cap.on_report(now, &report);
         }
     }
 

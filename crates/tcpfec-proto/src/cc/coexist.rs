@@ -64,6 +64,27 @@ fn is_queue(queue: Duration, min: Duration) -> bool {
     queue >= (min / 8).max(Duration::from_millis(2))
 }
 
+/// What the sender knows when the receiver reports congestion losses.
+#[derive(Debug, Clone, Copy)]
+pub struct CongestionReport {
+    /// The sender's cumulative ACK and next segment.
+    pub span: (u64, u64),
+    /// Segments in flight.
+    pub flight: f64,
+    /// The latest round trip and the smallest.
+    pub rtt: (Duration, Duration),
+    /// BBR has left its start-up.
+    pub started_up: bool,
+    /// BBR's BDP estimate, segments.
+    pub bdp: Option<f64>,
+    /// Congestion losses reported since the last report.
+    pub lost: u64,
+    /// Packets that met the full queue since the last report, those lost included.
+    pub packets: u64,
+    /// The channel's estimated loss rate and mean burst.
+    pub channel: (f64, f64),
+}
+
 /// Marks in a row, each after a time in which the queue never drained, after which the
 /// queue is taken to be kept full by a flow that does not yield to loss, and the cap is
 /// lifted.
@@ -98,22 +119,18 @@ impl CongestionCap {
         self.window.as_ref().map(|w| w.cwnd())
     }
 
-    /// A report of congestion losses arrived: `una` and `nxt` are the sender's
-    /// cumulative ACK and next segment, `flight` the segments in flight, `rtt` the
-    /// latest round trip and the smallest; `model`: BBR has left its start-up, and its
-    /// BDP estimate in segments.
-    #[allow(clippy::too_many_arguments)]
-    pub fn on_report(
-        &mut self,
-        now: Instant,
-        (una, nxt): (u64, u64),
-        flight: f64,
-        rtt: (Duration, Duration),
-        (started_up, bdp): (bool, Option<f64>),
-        lost: u64,
-        packets: u64,
-        (loss_rate, mean_burst): (f64, f64),
-    ) {
+    /// A report of congestion losses arrived (see [`CongestionReport`]).
+    pub fn on_report(&mut self, now: Instant, report: &CongestionReport) {
+        let CongestionReport {
+            span: (una, nxt),
+            flight,
+            rtt,
+            started_up,
+            bdp,
+            lost,
+            packets,
+            channel: (loss_rate, mean_burst),
+        } = *report;
         self.next_round(una, nxt, rtt);
         self.tally.add(lost, packets, loss_rate, mean_burst);
         if !self.tally.congested() || self.recover.is_some_and(|r| una <= r) || self.lifted {
@@ -237,26 +254,35 @@ mod tests {
 
     const QUEUED: (Duration, Duration) = (Duration::from_millis(150), Duration::from_millis(100));
 
-    /// A report at `at` over the flight `span` of 100 segments, a 50 ms queue, BBR
-    /// started up, `lost` of 5 packets lost, on a clean channel.
+    /// A report over the flight `span` of 100 segments, a 50 ms queue, BBR started up,
+    /// `lost` of 5 packets lost, on a clean channel.
+    fn full_queue(span: (u64, u64), lost: u64) -> CongestionReport {
+        CongestionReport {
+            span,
+            flight: 100.0,
+            rtt: QUEUED,
+            started_up: true,
+            bdp: None,
+            lost,
+            packets: 5,
+            channel: (0.0, 1.0),
+        }
+    }
+
+    /// That report, at `at`.
     fn report(c: &mut CongestionCap, at: Instant, span: (u64, u64), lost: u64) {
-        c.on_report(at, span, 100.0, QUEUED, (true, None), lost, 5, (0.0, 1.0));
+        c.on_report(at, &full_queue(span, lost));
     }
 
     #[test]
     fn losses_without_a_queue_in_the_round_trip_are_not_a_mark() {
         let mut c = CongestionCap::default();
         let no_queue = (Duration::from_millis(101), Duration::from_millis(100));
-        c.on_report(
-            Instant::ZERO,
-            (1, 101),
-            100.0,
-            no_queue,
-            (true, None),
-            3,
-            5,
-            (0.0, 1.0),
-        );
+        let r = CongestionReport {
+            rtt: no_queue,
+            ..full_queue((1, 101), 3)
+        };
+        c.on_report(Instant::ZERO, &r);
         assert_eq!(c.marks, 0);
         assert!(c.limit().is_none());
     }
@@ -264,16 +290,11 @@ mod tests {
     #[test]
     fn losses_during_start_up_are_not_a_mark() {
         let mut c = CongestionCap::default();
-        c.on_report(
-            Instant::ZERO,
-            (1, 101),
-            100.0,
-            QUEUED,
-            (false, None),
-            3,
-            5,
-            (0.0, 1.0),
-        );
+        let r = CongestionReport {
+            started_up: false,
+            ..full_queue((1, 101), 3)
+        };
+        c.on_report(Instant::ZERO, &r);
         assert_eq!(c.marks, 0);
         assert!(c.limit().is_none());
     }

@@ -14,7 +14,7 @@ mod reno;
 
 pub use bbr::{Bbr, BbrState};
 pub use bbr1::{Bbr1, Bbr1State};
-pub use coexist::{CongestionCap, CongestionTally};
+pub use coexist::{CongestionCap, CongestionReport, CongestionTally};
 pub use cubic::Cubic;
 pub use reno::Reno;
 
