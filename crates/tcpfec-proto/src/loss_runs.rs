@@ -53,6 +53,10 @@ const QUEUE_MAX_DECAY: f64 = 1.0 - 1.0 / 131072.0;
 /// as repair).
 const QUEUE_MAX_HALF_LIFE_S: f64 = 10.0;
 
+/// Below this gap between packets the per-packet decay is the larger one (it equals the
+/// time decay at about 0.11 ms), so the time decay's power is not computed per packet.
+const TIME_DECAY_NEGLIGIBLE_S: f64 = 1e-4;
+
 /// Runs longer than this are left to retransmission, counted with the congestion drops:
 /// no block `auto` may send repairs more (128 data packets, a third of the packets
 /// repair), and such runs are outages or overflowing buffers, not the channel FEC is
@@ -142,7 +146,11 @@ impl LossRunMeter {
             .queue_max_at
             .map_or(0.0, |t| now.saturating_since(t).as_secs_f64());
         self.queue_max_at = Some(now);
-        let decay = QUEUE_MAX_DECAY.min(0.5f64.powf(elapsed / QUEUE_MAX_HALF_LIFE_S));
+        let decay = if elapsed < TIME_DECAY_NEGLIGIBLE_S {
+            QUEUE_MAX_DECAY
+        } else {
+            QUEUE_MAX_DECAY.min(0.5f64.powf(elapsed / QUEUE_MAX_HALF_LIFE_S))
+        };
         self.queue_max = (self.queue_max * decay).max(queue as f64);
         queue
     }
