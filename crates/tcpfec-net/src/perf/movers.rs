@@ -305,7 +305,7 @@ fn room_ahead(probe: &Probe, sent: u64) -> u64 {
 /// The most unacknowledged bytes a timed sender keeps, from its connection's counters
 /// (`None` when they have no window).
 fn ahead_limit(s: &Sample) -> Option<u64> {
-    let w = s.cwnd_bytes.filter(|_| *s != Sample::default())?;
+    let w = s.cwnd_bytes?;
     let by_rate = s
         .pacing_bps
         .filter(|r| r.is_finite() && *r < MAX_PACING_BPS)
