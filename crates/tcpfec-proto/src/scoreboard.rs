@@ -444,6 +444,12 @@ impl Scoreboard {
     /// (`release_early`). Bounds never decrease along the sequence,
     /// so the scan may still stop at the first segment not yet lost.
     pub fn mark_lost_by_sack(&mut self, dupthresh: usize) -> usize {
+        if self.sacked == self.sacked_below_scan {
+            // Nothing SACKed at or above the scan (most ACKs): no segment there has a
+            // SACKed one above it, so none is lost and no hole waits for repairs.
+            self.awaiting_repairs = None;
+            return 0;
+        }
         let mut newly = 0;
         while self.scan < self.segs.len() {
             let s = &self.segs[self.scan];
