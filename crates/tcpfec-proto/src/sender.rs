@@ -597,6 +597,14 @@ impl Sender {
     /// The next packet the window and the data allow.
     #[inline]
     fn poll_window(&mut self, now: Instant) -> Option<Outgoing> {
+        if self.idle() {
+            // What the full path below does with nothing to send and nothing in flight,
+            // in short: a receiver's sender comes here after every segment it takes in.
+            self.cwnd_limited = false;
+            self.sb.rate.on_app_limited(0);
+            self.app_limited = true;
+            return None;
+        }
         let mut cwnd = self.cc.cwnd();
         if let Some(cap) = self.congestion_cap.as_ref().and_then(|c| c.limit()) {
             cwnd = cwnd.min(cap);
@@ -860,6 +868,20 @@ impl Sender {
         });
         self.repairs_sent += 1;
         Some(r)
+    }
+
+    /// Nothing to send, nothing in flight, nothing owed: no data or FIN waiting, no
+    /// segment outstanding (so none to retransmit and a pipe of 0), no encoder that
+    /// could hold repairs.
+    fn idle(&self) -> bool {
+        self.unsent_bytes == 0
+            && !self.fin_requested
+            && !self.force_retransmit
+            && !self.force_probe
+            && self.sb.outstanding() == 0
+            && self.repairs_in_flight.is_empty()
+            && self.fec.is_none()
+            && self.stream.is_none()
     }
 
     /// The sender is blocked by a window: if no ACK comes for a while, the open groups will
