@@ -176,6 +176,11 @@ pub struct Config {
     pub delayed_ack: bool,
     /// Longest an ACK may be delayed.
     pub delayed_ack_timeout: Duration,
+    /// A window controller grows by every segment an ACK covers, not once per ACK
+    /// (RFC 3465 byte counting without its per-ACK limit, as Linux counts): slow start
+    /// adds each segment acknowledged, Reno's avoidance 1/cwnd per segment. With delayed
+    /// ACKs, growth is then what an ACK per segment gives. Off by default (ns-2's rule).
+    pub byte_counting: bool,
     /// Receive buffer, bytes: the largest window this side advertises.
     pub recv_window: u32,
     /// Send buffer, bytes: how much unacknowledged plus unsent data `write` accepts.
@@ -215,6 +220,7 @@ impl Default for Config {
             clock_granularity: Duration::from_millis(1),
             delayed_ack: false,
             delayed_ack_timeout: Duration::from_millis(100),
+            byte_counting: false,
             recv_window: 64 << 20,
             send_buffer: 4 << 20,
             dupthresh: 3,

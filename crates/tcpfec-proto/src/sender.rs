@@ -147,6 +147,8 @@ pub(crate) struct Sender {
     cwnd_limited: bool,
     /// The controller reads ACK events and may pace (asked once, at build).
     event_driven: bool,
+    /// `Config::byte_counting`.
+    byte_counting: bool,
     /// The RTT measured from the current ACK's timestamp echo.
     rtt_this_ack: Option<Duration>,
     /// Model-based controllers: retransmissions in send order, to find the lost ones.
@@ -278,6 +280,7 @@ impl Sender {
             pacing_wait: false,
             cwnd_limited: false,
             event_driven,
+            byte_counting: cfg.byte_counting,
             rtt_this_ack: None,
             retransmitted_order: VecDeque::new(),
             tlp: cfg.scheme.tail_loss_probe.then(TailLossProbe::default),
@@ -1235,6 +1238,10 @@ impl Sender {
                     }
                     Recovery::Sack => {}
                 }
+            }
+        } else if self.byte_counting {
+            for _ in 0..acked {
+                self.cc.on_ack(now, 1, self.rtt.srtt());
             }
         } else {
             self.cc.on_ack(now, acked, self.rtt.srtt());

@@ -7,6 +7,7 @@
 //! load to the queue that dropped them, which drops more, which the estimate would read as
 //! a worse channel (the feedback loop the first version of this scheme fell into).
 
+use core::cell::RefCell;
 use super::channel::{ChannelEstimate, ChannelEstimator, SLOW_MEMORY};
 use super::sizing::{size_code, CodeSize, Sizer, MOST_REPAIR};
 use super::stream::Sizing;
@@ -100,6 +101,80 @@ fn fade(packets: u64) -> f64 {
     0.5f64.powf(packets as f64 / SLOW_MEMORY)
 }
 
+/// Repair tables sized from the estimate of the last resize, built when first read: a
+/// flow that never retransmits or streams never needs them, and building them (a table
+/// of every block length each) took two thirds of a bulk `auto` flow's simulation. Built
+/// later from the same estimate and target, they hold what they would have held.
+#[derive(Debug, Clone, Default)]
+struct LazyTables {
+    /// Repairs for a group of n retransmissions, by n (`retransmission_repairs`).
+    retransmission: Vec<u8>,
+    /// Repairs for two intervals of n packets of a stream, by n (`stream_repairs`).
+    stream: Vec<u8>,
+    /// Repairs for one interval of n packets of a stream that paused, by n.
+    lone_interval: Vec<u8>,
+    /// The estimate and target the retransmission table is to be built from, and whether
+    /// the queue drops at least as much as the channel (then it protects none).
+    retransmission_due: Option<(ChannelEstimate, f64, bool)>,
+    /// The estimate and target the stream tables are to be built from.
+    stream_due: Option<(ChannelEstimate, f64)>,
+}
+
+impl LazyTables {
+    /// Repairs for every length of a stream's interval, to the same target as the blocks,
+    /// at most one per packet (`stream_repairs`), sized to the loss rate the estimate
+    /// cannot rule out rather than to the estimate itself (`cautious`): a slow stream
+    /// measures few packets (17 a second at 200 kb/s), and until it has measured enough,
+    /// a loss the estimate has not seen yet costs its data a round trip.
+    fn build_stream(&mut self, max_block: usize) {
+        let Some((est, target)) = self.stream_due.take() else {
+            return;
+        };
+        let mut sizer = Sizer::new(&cautious(&est), target);
+        self.stream.clear();
+        self.stream.push(0);
+        self.lone_interval.clear();
+        self.lone_interval.push(0);
+        for n in 1..=max_block {
+            // The next interval's repairs cover this one too: half of what two intervals
+            // need, rather than all of what one needs (at 10 Mb/s on 50, RTT 24 ms and
+            // 5 % loss, 39 % of the packets were repair instead of 46 %, with the same
+            // delays), and the fraction carried rather than rounded up (28.7 % instead
+            // of 31.5 % over the latency matrix, p99 targets met alike).
+            let pooled = sizer.repairs_for(2 * n, 2 * n);
+            self.stream
+                .push(pooled.min(2 * n).min(u8::MAX as usize) as u8);
+            // Alone, up to two repairs a packet: a request of an exchange at 5 % loss
+            // with one copy is lost with it one time in 400, and each such exchange
+            // waits for a retransmission (p99.9 of 100-byte exchanges at RTT 100 ms: 409
+            // ms with one repair).
+            let alone = sizer.repairs_for(n, 2 * n);
+            self.lone_interval.push(alone.min(u8::MAX as usize) as u8);
+        }
+    }
+
+    /// Repairs for every length of a group of retransmissions, to the same target as the
+    /// blocks: a retransmission is sent because its block failed, and if it is lost too
+    /// its data waits another round trip (and BBR reads one more loss). At most one
+    /// repair per retransmission: a lone retransmission at 5 % loss would need two to
+    /// meet 10⁻³, and its copy alone takes the chance of losing it from 5 to 0.25 %.
+    fn build_retransmission(&mut self, max_block: usize) {
+        let Some((est, target, congestion)) = self.retransmission_due.take() else {
+            return;
+        };
+        self.retransmission.clear();
+        self.retransmission.push(0);
+        if congestion {
+            return;
+        }
+        let mut sizer = Sizer::new(&est, target);
+        for n in 1..=max_block {
+            let m = sizer.repairs_for(n, n);
+            self.retransmission.push(m.min(u8::MAX as usize) as u8);
+        }
+    }
+}
+
 /// The controller's state.
 #[derive(Debug, Clone)]
 pub struct AutoControl {
@@ -126,12 +201,8 @@ pub struct AutoControl {
     /// The last report's congestion drops and the packets that met a full queue, lost or
     /// not (`cc::CongestionCap` weighs them against the channel).
     pub last_congestion: (u64, u64),
-    /// Repairs for a group of n retransmissions, by n (`retransmission_repairs`).
-    retransmission_repairs: Vec<u8>,
-    /// Repairs for two intervals of n packets of a stream, by n (`stream_repairs`).
-    stream_repairs: Vec<u8>,
-    /// Repairs for one interval of n packets of a stream that paused, by n.
-    lone_interval_repairs: Vec<u8>,
+    /// The repair tables of retransmissions and streams, built when first read.
+    tables: RefCell<LazyTables>,
     /// Packets measured and congestion losses among them, forgotten over
     /// [`SLOW_MEMORY`] packets.
     recent_packets: f64,
@@ -156,14 +227,12 @@ impl AutoControl {
             pipe: 0.0,
             congestion_lost: 0,
             last_congestion: (0, 0),
-            retransmission_repairs: Vec::new(),
-            stream_repairs: Vec::new(),
-            lone_interval_repairs: Vec::new(),
+            tables: RefCell::new(LazyTables::default()),
             recent_packets: 0.0,
             recent_congestion_lost: 0.0,
         };
         let est = c.est.estimate();
-        c.size_stream_intervals(&est, p.target_failure);
+        c.tables.get_mut().stream_due = Some((est, p.target_failure));
         c
     }
 
@@ -246,12 +315,21 @@ impl AutoControl {
         self.met_k = met_k;
         self.probe_k = probe_k;
         let est = self.est.estimate();
-        let sizer = Sizer::new(&est, self.target(&est));
-        self.size_retransmission_groups(&sizer, &est);
+        let target = self.target(&est);
+        // Where the queue drops at least as much as the channel, retransmissions are
+        // mostly of congestion losses, and their repairs would add load to a queue that
+        // is already full, taking from the flows that share it (RFC 9265, section 5). On
+        // a clean dumbbell four `auto` flows, whose late joiners read their own start-up
+        // drops as channel loss, reached Jain 0.839 / 0.786 at 0.5 / 1 BDP with
+        // every retransmission protected and 0.861 / 0.815 with this rule (seeds 1–16).
+        let congestion = self.recent_congestion_lost / self.recent_packets.max(1.0) >= est.loss_rate;
+        let tables = self.tables.get_mut();
+        tables.retransmission_due = Some((est, target, congestion));
         // Not the priced target: a stream's failed interval costs its data a round trip
         // of delay, whatever the path's length.
-        self.size_stream_intervals(&est, self.p.target_failure);
-        let code = self.sized(&sizer, &est);
+        tables.stream_due = Some((est, self.p.target_failure));
+        let mut sizer = Sizer::new(&est, target);
+        let code = self.sized(&mut sizer, &est);
         (code != self.code).then(|| {
             self.code = code;
             code
@@ -260,7 +338,7 @@ impl AutoControl {
 
     /// The least-overhead code within the longer delay bound if one meets the target
     /// within the repair cap; otherwise the code within the shorter bound, capped.
-    fn sized(&self, sizer: &Sizer, est: &ChannelEstimate) -> CodeSize {
+    fn sized(&self, sizer: &mut Sizer, est: &ChannelEstimate) -> CodeSize {
         // The probe block is a window: a startup's first flights need their repair within
         // the flight (a floor from the first packet cost 100 KB transfers at 5 % loss a
         // third more time). Once a path has shown itself clean over enough packets, a
@@ -281,61 +359,6 @@ impl AutoControl {
         self.capped(sizer.code(self.max_k, self.probe_k).unwrap_or(MOST_REPAIR))
     }
 
-    /// Repairs for every length of a stream's interval, to the same target as the blocks,
-    /// at most one per packet (`stream_repairs`), sized to the loss rate the estimate
-    /// cannot rule out rather than to the estimate itself (`cautious`): a slow stream
-    /// measures few packets (17 a second at 200 kb/s), and until it has measured enough,
-    /// a loss the estimate has not seen yet costs its data a round trip.
-    fn size_stream_intervals(&mut self, est: &ChannelEstimate, target: f64) {
-        let sizer = Sizer::new(&cautious(est), target);
-        self.stream_repairs.clear();
-        self.stream_repairs.push(0);
-        self.lone_interval_repairs.clear();
-        self.lone_interval_repairs.push(0);
-        for n in 1..=self.p.max_block as usize {
-            // The next interval's repairs cover this one too: half of what two intervals
-            // need, rather than all of what one needs (at 10 Mb/s on 50, RTT 24 ms and
-            // 5 % loss, 39 % of the packets were repair instead of 46 %, with the same
-            // delays), and the fraction carried rather than rounded up (28.7 % instead
-            // of 31.5 % over the latency matrix, p99 targets met alike).
-            let pooled = sizer.repairs_for(2 * n, 2 * n);
-            self.stream_repairs
-                .push(pooled.min(2 * n).min(u8::MAX as usize) as u8);
-            // Alone, up to two repairs a packet: a request of an exchange at 5 % loss
-            // with one copy is lost with it one time in 400, and each such exchange
-            // waits for a retransmission (p99.9 of 100-byte exchanges at RTT 100 ms: 409
-            // ms with one repair).
-            let alone = sizer.repairs_for(n, 2 * n);
-            self.lone_interval_repairs
-                .push(alone.min(u8::MAX as usize) as u8);
-        }
-    }
-
-    /// Repairs for every length of a group of retransmissions, to the same target as the
-    /// blocks: a retransmission is sent because its block failed, and if it is lost too
-    /// its data waits another round trip (and BBR reads one more loss). At most one
-    /// repair per retransmission: a lone retransmission at 5 % loss would need two to
-    /// meet 10⁻³, and its copy alone takes the chance of losing it from 5 to 0.25 %.
-    fn size_retransmission_groups(&mut self, sizer: &Sizer, est: &ChannelEstimate) {
-        self.retransmission_repairs.clear();
-        self.retransmission_repairs.push(0);
-        // Where the queue drops at least as much as the channel, retransmissions are
-        // mostly of congestion losses, and their repairs would add load to a queue that
-        // is already full, taking from the flows that share it (RFC 9265, section 5). On
-        // a clean dumbbell four `auto` flows, whose late joiners read their own start-up
-        // drops as channel loss, reached Jain 0.839 / 0.786 at 0.5 / 1 BDP with
-        // every retransmission protected and 0.861 / 0.815 with this rule (seeds 1–16).
-        let congestion = self.recent_congestion_lost / self.recent_packets.max(1.0);
-        if congestion >= est.loss_rate {
-            return;
-        }
-        for n in 1..=self.p.max_block as usize {
-            let m = sizer.repairs_for(n, n);
-            self.retransmission_repairs
-                .push(m.min(u8::MAX as usize) as u8);
-        }
-    }
-
     /// Repairs for an interval of `n` packets of a stream (`fec::stream`) on the channel
     /// estimated now, to the blocks' failure target; none where a loss among them is
     /// rarer than it. [`Sizing::Pooled`]: half of what two intervals of `n` need, at most
@@ -343,9 +366,11 @@ impl AutoControl {
     /// stream carries to the next interval; [`Sizing::Alone`]: all of what the interval
     /// needs by itself, at most two per packet.
     pub fn stream_repairs(&self, n: usize, sizing: Sizing) -> f64 {
+        let mut tables = self.tables.borrow_mut();
+        tables.build_stream(self.p.max_block as usize);
         let t = match sizing {
-            Sizing::Pooled => &self.stream_repairs,
-            Sizing::Alone => &self.lone_interval_repairs,
+            Sizing::Pooled => &tables.stream,
+            Sizing::Alone => &tables.lone_interval,
         };
         let m = t.get(n).or(t.last()).copied().unwrap_or(0) as f64;
         match sizing {
@@ -358,7 +383,9 @@ impl AutoControl {
     /// retransmissions go unprotected, as a loss among them is less likely than the
     /// target).
     pub fn retransmission_repairs(&self, n: usize) -> u8 {
-        let t = &self.retransmission_repairs;
+        let mut tables = self.tables.borrow_mut();
+        tables.build_retransmission(self.p.max_block as usize);
+        let t = &tables.retransmission;
         t.get(n).or(t.last()).copied().unwrap_or(0)
     }
 

@@ -43,51 +43,108 @@ pub fn block_failure(est: &ChannelEstimate, n: usize, m: usize) -> f64 {
     if m >= n {
         return 0.0;
     }
-    failure_table(est, n)[n][m]
+    FailureTable::new(est, n).at(n, m)
 }
 
-/// `t[n][m]` = P(more than `m` losses among `n` consecutive packets) for every
-/// n ≤ `n_max` and m < n, from one pass of the forward recursion (O(n_max²)).
-fn failure_table(est: &ChannelEstimate, n_max: usize) -> Vec<Vec<f64>> {
-    let mut table = vec![Vec::new(); n_max + 1];
-    let Some((p, r)) = est.gilbert() else {
-        for (n, row) in table.iter_mut().enumerate() {
-            *row = vec![0.0; n + 1];
+thread_local! {
+    /// The cells of the last table built on this thread, kept for the next: a table of
+    /// every block length is 33 k values (260 KB), and `auto` builds two per resize. Built
+    /// afresh each time, its allocation and first touch cost more than the recursion.
+    static SCRATCH: core::cell::Cell<Vec<f64>> = const { core::cell::Cell::new(Vec::new()) };
+}
+
+/// `at(n, m)` = P(more than `m` losses among `n` consecutive packets) for every n and
+/// m ≤ n (0 at m = n), from the forward recursion, one row per packet (O(n) each). Rows
+/// are computed when first asked for: a search that stops at short blocks never pays for
+/// long ones. Row n lives at offset n(n + 1)/2 of one buffer.
+struct FailureTable {
+    cells: Vec<f64>,
+    /// The Gilbert chain (p, r); `None` on a loss-free estimate (every cell 0).
+    chain: Option<(f64, f64)>,
+    /// good[j], bad[j]: probability of j losses among the rows' packets so far and being
+    /// in that state after the last of them.
+    good: Vec<f64>,
+    bad: Vec<f64>,
+    /// Rows computed: 0..rows.
+    rows: usize,
+}
+
+impl FailureTable {
+    fn new(est: &ChannelEstimate, n_max: usize) -> Self {
+        let mut cells = SCRATCH.with(|c| c.take());
+        cells.clear();
+        cells.reserve((n_max + 1) * (n_max + 2) / 2);
+        cells.push(0.0); // n = 0
+        let chain = est.gilbert();
+        let (mut good, mut bad) = (Vec::new(), Vec::new());
+        if let Some((p, r)) = chain {
+            let pi_bad = p / (p + r);
+            good = vec![0.0f64; n_max + 2];
+            bad = vec![0.0f64; n_max + 2];
+            good[0] = 1.0 - pi_bad;
+            bad[1] = pi_bad;
         }
-        return table;
-    };
-    let pi_bad = p / (p + r);
-    // good[j], bad[j]: probability of j losses so far and being in that state now.
-    let mut good = vec![0.0f64; n_max + 2];
-    let mut bad = vec![0.0f64; n_max + 2];
-    good[0] = 1.0 - pi_bad;
-    bad[1] = pi_bad;
-    for (n, slot) in table.iter_mut().enumerate().skip(1) {
+        FailureTable {
+            cells,
+            chain,
+            good,
+            bad,
+            rows: 1,
+        }
+    }
+
+    fn at(&mut self, n: usize, m: usize) -> f64 {
+        while self.rows <= n {
+            self.next_row();
+        }
+        self.cells[n * (n + 1) / 2 + m]
+    }
+
+    /// Computes row `self.rows`.
+    fn next_row(&mut self) {
+        let n = self.rows;
+        self.rows += 1;
+        let off = self.cells.len();
+        self.cells.resize(off + n + 1, 0.0);
+        let Some((p, r)) = self.chain else {
+            return;
+        };
+        if self.good.len() < n + 2 {
+            self.good.resize(n + 2, 0.0);
+            self.bad.resize(n + 2, 0.0);
+        }
+        let (good, bad) = (&mut self.good, &mut self.bad);
         if n > 1 {
             // One more packet: good → good (kept), good → bad (lost), bad → good (kept),
             // bad → bad (lost). Walk j downwards so each cell is read before it is
             // overwritten.
-            for j in (0..=n).rev() {
+            for j in (1..=n).rev() {
                 let (g, b) = (good[j], bad[j]);
-                let (g_prev, b_prev) = if j > 0 {
-                    (good[j - 1], bad[j - 1])
-                } else {
-                    (0.0, 0.0)
-                };
                 good[j] = g * (1.0 - p) + b * r;
-                bad[j] = g_prev * p + b_prev * (1.0 - r);
+                bad[j] = good[j - 1] * p + bad[j - 1] * (1.0 - r);
             }
+            // No losses so far: only good → good and bad → good lead here, and bad[0]
+            // stays 0 (a packet in the bad state is a loss).
+            good[0] = good[0] * (1.0 - p) + bad[0] * r;
         }
-        // tail[m] = sum over j > m of P(j losses).
-        let mut row = vec![0.0f64; n + 1];
+        // Row n: tail[m] = sum over j > m of P(j losses), and 0 at m = n.
         let mut acc = 0.0;
         for m in (0..n).rev() {
             acc += good[m + 1] + bad[m + 1];
-            row[m] = acc.min(1.0);
+            self.cells[off + m] = acc.min(1.0);
         }
-        *slot = row;
     }
-    table
+}
+
+impl Drop for FailureTable {
+    fn drop(&mut self) {
+        let cells = core::mem::take(&mut self.cells);
+        SCRATCH.with(|c| {
+            // Keep the larger buffer of the two.
+            let kept = c.take();
+            c.set(if kept.capacity() > cells.capacity() { kept } else { cells });
+        });
+    }
 }
 
 /// The fallback when no code meets the target (very heavy loss): the most repair a block
@@ -102,46 +159,37 @@ pub const MOST_REPAIR: CodeSize = CodeSize {
 pub struct Sizer {
     target: f64,
     /// `None` on a loss-free estimate, which needs no table.
-    table: Option<Vec<Vec<f64>>>,
+    table: Option<FailureTable>,
 }
 
 impl Sizer {
     /// A sizer for `est` and a block-failure `target`.
     pub fn new(est: &ChannelEstimate, target: f64) -> Self {
-        let table = (est.loss_rate > 0.0).then(|| failure_table(est, MAX_BLOCK));
+        let table = (est.loss_rate > 0.0).then(|| FailureTable::new(est, MAX_BLOCK));
         Sizer { target, table }
     }
 
     /// One repair per block of `k` data packets keeps the block-failure probability under
     /// the target (always, on a loss-free estimate).
-    pub fn one_repair_suffices(&self, k: usize) -> bool {
+    pub fn one_repair_suffices(&mut self, k: usize) -> bool {
         let k = k.clamp(1, MAX_BLOCK - 1);
+        let target = self.target;
         self.table
-            .as_ref()
-            .is_none_or(|t| t[k + 1][1] <= self.target)
+            .as_mut()
+            .is_none_or(|t| t.at(k + 1, 1) <= target)
     }
 
     /// The fewest repairs, at most `max_m`, that keep a block of `n` data packets under the
     /// target: 0 where `n` packets alone are lost with at most the target's probability
     /// (always, on a loss-free estimate), `max_m` where none is enough.
-    pub fn repairs_for(&self, n: usize, max_m: usize) -> usize {
+    pub fn repairs_for(&mut self, n: usize, max_m: usize) -> usize {
         let n = n.clamp(1, MAX_BLOCK - 1);
         let max_m = max_m.min(MAX_BLOCK - n);
-        let Some(table) = &self.table else {
+        let target = self.target;
+        let Some(table) = self.table.as_mut() else {
             return 0;
         };
-        self.fewest_repairs(table, n, 0..=max_m).unwrap_or(max_m)
-    }
-
-    /// The first repair count in `tried` that keeps a block of `k` data packets under the
-    /// target.
-    fn fewest_repairs(
-        &self,
-        table: &[Vec<f64>],
-        k: usize,
-        mut tried: core::ops::RangeInclusive<usize>,
-    ) -> Option<usize> {
-        tried.find(|&m| table[k + m][m] <= self.target)
+        fewest_repairs(table, target, n, 0..=max_m).unwrap_or(max_m)
     }
 
     /// The code with the least overhead that keeps the block-failure probability under
@@ -152,12 +200,12 @@ impl Sizer {
     /// repair per four packets of a small window would not be a probe). The same probe
     /// block serves a lossy estimate whose loss one repair per probe block already keeps
     /// under the target.
-    pub fn code(&self, max_k: usize, probe_k: usize) -> Option<CodeSize> {
+    pub fn code(&mut self, max_k: usize, probe_k: usize) -> Option<CodeSize> {
         let max_k = max_k.clamp(1, MAX_BLOCK - 1);
         let probe = probe_k.clamp(1, PROBE_BLOCK - 1);
-        let Some(table) = &self.table else {
+        if self.table.is_none() {
             return Some(CodeSize { k: probe, m: 1 });
-        };
+        }
         // A channel so clean that one repair per probe block meets the target needs no
         // tighter delay bound: its rare loss waits at most about a round trip for the
         // repair, as long as a retransmission would take, and a small window pays
@@ -170,8 +218,10 @@ impl Sizer {
         // Larger K never needs a larger share of repair, but M is whole: try every K from
         // the delay bound down and keep the least overhead (ties: the larger K, fewer
         // blocks).
+        let target = self.target;
+        let table = self.table.as_mut().expect("checked above");
         for k in (1..=max_k).rev() {
-            let Some(m) = self.fewest_repairs(table, k, 1..=MAX_BLOCK - k) else {
+            let Some(m) = fewest_repairs(table, target, k, 1..=MAX_BLOCK - k) else {
                 continue;
             };
             let c = CodeSize { k, m };
@@ -185,6 +235,17 @@ impl Sizer {
         }
         best
     }
+}
+
+/// The first repair count in `tried` that keeps a block of `k` data packets under
+/// `target`.
+fn fewest_repairs(
+    table: &mut FailureTable,
+    target: f64,
+    k: usize,
+    mut tried: core::ops::RangeInclusive<usize>,
+) -> Option<usize> {
+    tried.find(|&m| table.at(k + m, m) <= target)
 }
 
 /// [`Sizer::code`] for one delay bound, or [`MOST_REPAIR`] if no code meets `target`.
@@ -300,15 +361,15 @@ mod tests {
     #[test]
     fn a_group_of_retransmissions_gets_the_fewest_repairs_that_meet_the_target() {
         let random = |p: f64| est(p, 1.0 / (1.0 - p));
-        let clean = Sizer::new(&est(0.0, 1.0), 1e-3);
+        let mut clean = Sizer::new(&est(0.0, 1.0), 1e-3);
         assert_eq!(clean.repairs_for(1, 1), 0);
         assert_eq!(clean.repairs_for(30, 30), 0);
         // 0.05 % loss: one packet alone meets 10⁻³, ten do not.
-        let light = Sizer::new(&random(0.0005), 1e-3);
+        let mut light = Sizer::new(&random(0.0005), 1e-3);
         assert_eq!(light.repairs_for(1, 1), 0);
         assert_eq!(light.repairs_for(10, 10), 1);
         // 5 %: a lone retransmission needs two (5 % · 5 % · 5 %), one if capped at one.
-        let heavy = Sizer::new(&random(0.05), 1e-3);
+        let mut heavy = Sizer::new(&random(0.05), 1e-3);
         assert_eq!(heavy.repairs_for(1, 5), 2);
         assert_eq!(heavy.repairs_for(1, 1), 1);
         for n in 1..40 {
