@@ -76,8 +76,10 @@ pub struct Plan {
     pub losses: Vec<LossSpec>,
     /// Seconds per bulk run (the first third is start-up, reported apart).
     pub seconds: f64,
-    /// Bytes of the completion runs.
+    /// Bytes of the completion runs (0: bulk runs only).
     pub bytes: u64,
+    /// Seed of the emulated link's loss.
+    pub seed: u64,
     /// Drop-tail queue per direction, packets (`None`: one BDP, at least 64).
     pub queue: Option<usize>,
     /// Longest a completion run may take.
@@ -223,6 +225,9 @@ struct Outcome {
     /// from the data connection's start, after its handshake and the control exchange,
     /// to the receiver's close.
     completion_data: Option<f64>,
+    /// The completion run's retransmissions, and the packets the link dropped a → b
+    /// during it (queue full, loss model).
+    completion_counts: (u64, u64, u64),
 }
 
 /// Runs the benchmark.
@@ -316,7 +321,7 @@ pub fn run(plan: &Plan) -> Result<(), String> {
             name: format!("tfbench{}", std::process::id()),
             forward: LinkSpec { loss: l, ..link },
             back: link,
-            seed: 1,
+            seed: plan.seed,
         })
         .map_err(|e| format!("emu: {e}"))?;
         let server = start_server(&exe, emu.b.name(), &key)?;
@@ -442,14 +447,32 @@ fn measure(
         Some((v, _)) => (Some(goodputs(v, plan.seconds / 3.0)), counts(v)),
         None => (None, (0, 0)),
     };
+    if plan.bytes == 0 {
+        return Ok(Outcome {
+            bulk,
+            bulk_counts,
+            completion: None,
+            completion_data: None,
+            completion_counts: (0, 0, 0),
+        });
+    }
     let mut args = c.args(key);
     args.extend(["-n".into(), plan.bytes.to_string()]);
+    let (before, _) = emu.counts();
     let run = perf(exe, emu.a.name(), &args, plan.limit)?;
+    let (after, _) = emu.counts();
     Ok(Outcome {
         bulk,
         bulk_counts,
         completion: run.as_ref().map(|(_, s)| *s),
-        completion_data: run.and_then(|(v, _)| v["end"]["sum_sent"]["seconds"].as_f64()),
+        completion_data: run
+            .as_ref()
+            .and_then(|(v, _)| v["end"]["sum_sent"]["seconds"].as_f64()),
+        completion_counts: (
+            run.as_ref().map_or(0, |(v, _)| counts(v).0),
+            after.overflow - before.overflow,
+            after.lost - before.lost,
+        ),
     })
 }
 
@@ -608,17 +631,25 @@ fn report(plan: &Plan, l: LossSpec, c: &Contender, o: &Outcome, link: Value) {
             json!({
                 "bench": "emu", "transport": c.label(), "loss": p, "loss_model": l,
                 "rate_bps": plan.rate, "rtt_ms": plan.rtt.as_secs_f64() * 1e3,
-                "queue_packets": plan.queue_packets(),
+                "queue_packets": plan.queue_packets(), "seed": plan.seed,
+                "seconds": plan.seconds,
                 "bulk_mbps": o.bulk.map(|b| b.0), "steady_mbps": o.bulk.map(|b| b.1),
                 "retransmits": o.bulk_counts.0, "repairs_sent": o.bulk_counts.1,
                 "completion_bytes": plan.bytes, "completion_s": o.completion,
                 "completion_data_s": o.completion_data,
+                "completion_retransmits": o.completion_counts.0,
+                "completion_queue_drops": o.completion_counts.1,
+                "completion_loss_drops": o.completion_counts.2,
                 "link_a_to_b": link,
             })
         );
         return;
     }
-    let limit = format!(">{:.0}", plan.limit.as_secs_f64());
+    let limit = if plan.bytes == 0 {
+        "-".to_string()
+    } else {
+        format!(">{:.0}", plan.limit.as_secs_f64())
+    };
     println!(
         "{:<w$} {:>12} {:>12} {:>14} {:>8} {:>8} {:>12} {:>8}",
         c.label(),

@@ -28,7 +28,8 @@ pub struct NetBenchArgs {
     /// Relay round-trip time (split evenly between the directions).
     #[arg(long, default_value = "200ms")]
     rtt: String,
-    /// Loss rates for the relay runs (data direction), comma-separated.
+    /// Loss rates for the relay runs (data direction), comma-separated (empty: only the
+    /// --ge conditions).
     #[arg(long, default_value = "0%,1%,5%")]
     loss: String,
     /// Also a Gilbert-Elliott condition for the relay or --emu runs, after the random
@@ -63,9 +64,13 @@ pub struct NetBenchArgs {
     /// 10 MB test.
     #[arg(long)]
     emu: bool,
-    /// Bytes of the --emu completion runs.
+    /// Bytes of the --emu completion runs (0: none, bulk runs only).
     #[arg(long, default_value_t = 10_000_000)]
     emu_bytes: u64,
+    /// With --emu: seed of the emulated link's loss (repeat a measurement with another
+    /// seed to see another loss pattern).
+    #[arg(long, default_value_t = 1, requires = "emu")]
+    seed: u64,
     /// With --emu: the drop-tail queue of each direction, in packets [default: one BDP of
     /// 1500-byte packets, at least 64].
     #[arg(long, value_name = "PACKETS", requires = "emu", value_parser = clap::value_parser!(u32).range(1..))]
@@ -392,6 +397,7 @@ fn conditions(a: &NetBenchArgs) -> Result<Vec<LossSpec>, String> {
     let mut v: Vec<LossSpec> = a
         .loss
         .split(',')
+        .filter(|x| !x.trim().is_empty())
         .map(|x| tcpfec_channel::units::parse_probability(x).map(LossSpec::bernoulli))
         .collect::<Result<_, _>>()
         .map_err(|e| format!("--loss: {e}"))?;
@@ -412,6 +418,7 @@ pub fn run(a: NetBenchArgs) -> Result<(), String> {
             losses,
             seconds: a.seconds,
             bytes: a.emu_bytes,
+            seed: a.seed,
             queue: a.queue.map(|q| q as usize),
             limit: Duration::from_secs(120),
             contenders: crate::emu_bench::contenders(a.schemes.as_deref(), a.kernel.as_deref())?,

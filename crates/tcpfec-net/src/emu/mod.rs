@@ -75,6 +75,9 @@ impl Emulator {
         let b = Namespace::create(&format!("{}-b", cfg.name))?;
         let fa = setup_side(&a, ADDR_A)?;
         let fb = setup_side(&b, ADDR_B)?;
+        for ns in [&a, &b] {
+            tune_kernel_tcp(ns)?;
+        }
         let fa = Arc::new(fa);
         let fb = Arc::new(fb);
         let forward = Arc::new(DirStats::default());
@@ -117,6 +120,19 @@ impl Drop for Emulator {
         }
         // The namespaces delete themselves as the fields drop.
     }
+}
+
+/// Kernel TCP's host settings that would otherwise decide a measurement instead of the
+/// link: socket buffers that let one connection fill a long path's queue (up to 64 MiB;
+/// the defaults of a new namespace stop the send buffer at 4 MiB, below the window a
+/// CUBIC flow reaches at RTT 300 ms with a 4 BDP queue at 50 Mb/s), and no metrics cache,
+/// so every connection starts afresh (else a connection inherits the slow-start threshold
+/// of the one before it to the same address, and a 10 MB run after a bulk one leaves
+/// slow start early).
+fn tune_kernel_tcp(ns: &Namespace) -> io::Result<()> {
+    ns.sysctl("net/ipv4/tcp_no_metrics_save", "1")?;
+    ns.sysctl("net/ipv4/tcp_rmem", "4096 131072 67108864")?;
+    ns.sysctl("net/ipv4/tcp_wmem", "4096 16384 67108864")
 }
 
 /// Opens side's TUN device and gives it its address.

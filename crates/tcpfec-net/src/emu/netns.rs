@@ -67,6 +67,17 @@ impl Namespace {
         .map_err(|_| io::Error::other("namespace thread panicked"))?
     }
 
+    /// Sets a sysctl of this namespace's network stack, e.g. `net/ipv4/tcp_wmem` (the path
+    /// under `/proc/sys`): network sysctls are per namespace, read through the writer's.
+    pub fn sysctl(&self, key: &str, value: &str) -> io::Result<()> {
+        let path = std::path::Path::new("/proc/sys").join(key);
+        let value = value.to_string();
+        self.run(move || {
+            std::fs::write(&path, value)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+        })
+    }
+
     /// Opens a TUN device named `dev` in this namespace (IP packets, no packet-info
     /// header), non-blocking. The device lives as long as the descriptor.
     pub fn open_tun(&self, dev: &str) -> io::Result<OwnedFd> {
