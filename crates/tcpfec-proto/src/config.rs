@@ -181,6 +181,14 @@ pub struct Config {
     /// adds each segment acknowledged, Reno's avoidance 1/cwnd per segment. With delayed
     /// ACKs, growth is then what an ACK per segment gives. Off by default (ns-2's rule).
     pub byte_counting: bool,
+    /// A window controller also finds a lost retransmission when a segment sent after it
+    /// is delivered (RACK's rule, RFC 8985, as Linux does) instead of waiting for the RTO.
+    /// Controllers that model the path always do. Off by default (ns-2's rule).
+    pub rack: bool,
+    /// CUBIC leaves slow start by Linux's HyStart (ACK trains and rising delay) before
+    /// the queue overflows; other controllers ignore it. Off by default (RFC 9438's plain
+    /// slow start).
+    pub hystart: bool,
     /// Receive buffer, bytes: the largest window this side advertises.
     pub recv_window: u32,
     /// Send buffer, bytes: how much unacknowledged plus unsent data `write` accepts.
@@ -221,6 +229,8 @@ impl Default for Config {
             delayed_ack: false,
             delayed_ack_timeout: Duration::from_millis(100),
             byte_counting: false,
+            rack: false,
+            hystart: false,
             recv_window: 64 << 20,
             send_buffer: 4 << 20,
             dupthresh: 3,

@@ -149,6 +149,11 @@ pub(crate) struct Sender {
     event_driven: bool,
     /// `Config::byte_counting`.
     byte_counting: bool,
+    /// Lost retransmissions are found by RACK's rule: `Config::rack`, or a controller
+    /// that models the path.
+    rack: bool,
+    /// `Config::hystart`: the controller hears every ACK's RTT sample.
+    hystart: bool,
     /// The RTT measured from the current ACK's timestamp echo.
     rtt_this_ack: Option<Duration>,
     /// Model-based controllers: retransmissions in send order, to find the lost ones.
@@ -223,6 +228,9 @@ impl Sender {
         if cfg.scheme.fec.is_some_and(|f| f.stream.is_some()) {
             cc.spare_app_limited_flows();
         }
+        if cfg.hystart {
+            cc.enable_hystart();
+        }
         let rto_floor = rto_variance_floor(cfg, cc.as_ref());
         let event_driven = cc.wants_ack_events();
         // A window controller already reduces for the congestion losses reported.
@@ -281,6 +289,8 @@ impl Sender {
             cwnd_limited: false,
             event_driven,
             byte_counting: cfg.byte_counting,
+            rack: cfg.rack || models_path,
+            hystart: cfg.hystart,
             rtt_this_ack: None,
             retransmitted_order: VecDeque::new(),
             tlp: cfg.scheme.tail_loss_probe.then(TailLossProbe::default),
@@ -990,7 +1000,7 @@ impl Sender {
         };
         // Only a lost segment sent again can be lost again; a tail probe's copy of a
         // segment still in flight is no loss if it goes missing.
-        let track = self.sb.on_retransmitted(now, seg, in_flight) && self.models_path;
+        let track = self.sb.on_retransmitted(now, seg, in_flight) && self.rack;
         let s = self.sb.get(seg).expect("retransmission is outstanding");
         let (payload, fin) = (s.payload.clone(), s.fin);
         // `auto` sizes each group of retransmissions to its failure target (none where a
@@ -1148,7 +1158,7 @@ impl Sender {
         if a.ece {
             self.on_ece(now);
         }
-        if self.models_path {
+        if self.rack {
             self.detect_lost_retransmissions(now);
         }
         self.repairs_leave(now);
@@ -1198,6 +1208,10 @@ impl Sender {
             }
         }
         let (acked, bytes) = self.sb.ack_to(now, a.ack);
+        if self.hystart {
+            let (una, nxt) = (self.sb.una(), self.sb.nxt());
+            self.cc.on_ack_sample(now, self.rtt_this_ack, una, nxt);
+        }
         if let Some(s) = self.stream.as_mut() {
             s.forget_below(a.ack);
         }

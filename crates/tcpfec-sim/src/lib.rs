@@ -17,7 +17,7 @@ pub use tcpfec_channel::{loss, rng, units};
 pub use loss::LossSpec;
 pub use metrics::{FlowResult, RunResult};
 pub use scenario::{
-    App, Resume, Scenario, Start, Topology, EVENTS_PER_PACKET, HEADER_BYTES, MAX_DELAY,
-    MAX_DURATION, MAX_FLOWS, MAX_MESSAGE,
+    App, HostSettings, Resume, Scenario, Start, Topology, EVENTS_PER_PACKET, HEADER_BYTES,
+    MAX_DELAY, MAX_DURATION, MAX_FLOWS, MAX_MESSAGE,
 };
 pub use sim::run;

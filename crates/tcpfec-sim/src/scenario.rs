@@ -180,6 +180,14 @@ pub struct Scenario {
     pub scheme: Scheme,
     /// Delayed ACKs at the receivers.
     pub delayed_ack: bool,
+    /// Window growth by segments acknowledged rather than per ACK
+    /// (`Config::byte_counting`, as Linux grows).
+    pub byte_counting: bool,
+    /// Lost retransmissions found by RACK's rule rather than the RTO (`Config::rack`, as
+    /// Linux finds them).
+    pub rack: bool,
+    /// CUBIC leaves slow start by Linux's HyStart (`Config::hystart`).
+    pub hystart: bool,
     /// Initial window, segments.
     pub initial_window: u32,
     /// Minimum RTO.
@@ -215,6 +223,28 @@ pub struct Scenario {
     pub background_uplink: bool,
     /// Finite flows start with Careful Resume from this saved path.
     pub resume: Resume,
+    /// Bytes every packet occupies on a link beyond the 40-byte header, payload and SACK
+    /// option the simulator charges (`sim::wire_size`): what a real path wraps around a
+    /// segment. 12 models kernel TCP's timestamp option; tcpfec on UDP adds IPv4 and UDP
+    /// headers, its envelope and the AEAD tag. Zero by default.
+    pub encapsulation: u32,
+    /// The engine settings of a real host's endpoint instead of the simulator's (`None`:
+    /// the simulator's own, which never limit a flow).
+    #[serde(skip)]
+    pub host: Option<HostSettings>,
+}
+
+/// Engine settings in which a real network endpoint differs from a simulated one: its
+/// RTO's variance floor and ceiling, and its send buffer. Set from `tcpfec-net`'s
+/// configuration to simulate what `tcpfec send` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostSettings {
+    /// Floor of the RTO's variance term (`Config::clock_granularity`).
+    pub clock_granularity: Duration,
+    /// Longest RTO after back-off.
+    pub max_rto: Duration,
+    /// Bytes the sender holds, in flight and queued.
+    pub send_buffer: usize,
 }
 
 fn scheme_name<S: serde::Serializer>(s: &Scheme, ser: S) -> Result<S::Ok, S::Error> {
@@ -240,6 +270,9 @@ impl Default for Scenario {
             reverse_loss: LossSpec::None,
             scheme: Scheme::parse("sack").expect("built-in"),
             delayed_ack: false,
+            byte_counting: false,
+            rack: false,
+            hystart: false,
             initial_window: 2,
             min_rto: Duration::from_millis(200),
             duration: Duration::from_secs(220),
@@ -255,6 +288,8 @@ impl Default for Scenario {
             background_scheme: Scheme::parse("reno").expect("built-in"),
             background_uplink: true,
             resume: Resume::Off,
+            encapsulation: 0,
+            host: None,
         }
     }
 }
@@ -440,11 +475,14 @@ impl Scenario {
 
     /// The engine configuration every endpoint of this run uses.
     pub fn config(&self) -> Config {
-        Config {
+        let mut c = Config {
             mss: self.mss(),
             initial_window: self.initial_window,
             min_rto: self.min_rto,
             delayed_ack: self.delayed_ack,
+            byte_counting: self.byte_counting,
+            rack: self.rack,
+            hystart: self.hystart,
             scheme: self.scheme.clone(),
             // Large enough never to limit a simulated flow; payloads are shared, not copied.
             send_buffer: 64 << 20,
@@ -455,7 +493,13 @@ impl Scenario {
             target_rate_bps: self.target_rate_bps(),
             resume: self.saved_path(),
             ..Config::default()
+        };
+        if let Some(h) = self.host {
+            c.clock_granularity = h.clock_granularity;
+            c.max_rto = h.max_rto;
+            c.send_buffer = h.send_buffer;
         }
+        c
     }
 
     /// The saved path a finite flow resumes from (`None`: a normal start). Flows with no

@@ -363,7 +363,7 @@ impl<'a> Simulator<'a> {
         while let Some(packet) = self.endpoints[ep as usize].conn.poll_packet(now) {
             self.packets_total += 1;
             let data = packet.occupies_segment();
-            let size = wire_size(&packet);
+            let size = wire_size(&packet) + self.sc.encapsulation;
             let slot = self.alloc(SimPacket {
                 packet,
                 size,

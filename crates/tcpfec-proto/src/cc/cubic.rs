@@ -1,5 +1,6 @@
 //! CUBIC window growth (RFC 9438): W(t) = C (t − K)³ + W_max, β = 0.7, C = 0.4, with the
-//! Reno-friendly region and fast convergence.
+//! Reno-friendly region and fast convergence; optionally Linux's HyStart to leave slow
+//! start before the queue overflows.
 
 use super::{reduced, CongestionControl, Window};
 use crate::time::Instant;
@@ -16,6 +17,78 @@ pub struct Cubic {
     k: f64,
     w_est: f64,
     epoch_start: Option<Instant>,
+    /// HyStart, where enabled.
+    hystart: Option<HyStart>,
+}
+
+/// Linux's HyStart (Ha and Rhee, "Taming the elephants", 2011; `tcp_cubic.c`, both
+/// detectors on): in slow start, from a window of 16 segments, ends slow start (ssthresh
+/// = cwnd) when the ACKs of one round come as a train (each within 2 ms of the last)
+/// spanning more than half the minimum RTT plus 1 ms, which happens near one BDP in
+/// flight; or when the least of a round's first eight RTT samples exceeds the minimum by
+/// an eighth of it, clamped to 4–16 ms: a queue is building.
+#[derive(Debug, Clone, Default)]
+struct HyStart {
+    /// Slow start was ended; nothing more until a timeout.
+    found: bool,
+    /// The round: when it began, its last ACK of the train, and the segment whose
+    /// acknowledgment ends it.
+    round_start: Instant,
+    last_ack: Instant,
+    end_seq: Option<u64>,
+    /// Least RTT among this round's samples, and how many were taken.
+    round_rtt: Option<Duration>,
+    samples: u32,
+    /// Least RTT seen.
+    delay_min: Option<Duration>,
+}
+
+/// Smallest window HyStart acts at, segments (`hystart_low_window`).
+const HYSTART_LOW_WINDOW: f64 = 16.0;
+/// ACKs further apart than this break the train (`hystart_ack_delta_us`).
+const HYSTART_ACK_DELTA: Duration = Duration::from_millis(2);
+/// Added to the minimum RTT before halving it, for ACKs spread by the sender's bursts
+/// (`hystart_ack_delay`: at most 1 ms).
+const HYSTART_ACK_DELAY: Duration = Duration::from_millis(1);
+/// RTT samples per round before the delay test.
+const HYSTART_MIN_SAMPLES: u32 = 8;
+
+impl HyStart {
+    fn new_round(&mut self, now: Instant, nxt: u64) {
+        self.round_start = now;
+        self.last_ack = now;
+        self.end_seq = Some(nxt);
+        self.round_rtt = None;
+        self.samples = 0;
+    }
+
+    /// Whether slow start should end at this ACK of the current round.
+    fn exit(&mut self, now: Instant, rtt: Option<Duration>) -> bool {
+        let Some(delay_min) = self.delay_min else {
+            return false;
+        };
+        if now.saturating_since(self.last_ack) <= HYSTART_ACK_DELTA {
+            self.last_ack = now;
+            // Unpaced, a round's packets leave in bursts that the bottleneck spreads: its
+            // ACK train spans half the minimum RTT when about a BDP is in flight.
+            if now.saturating_since(self.round_start) > (delay_min + HYSTART_ACK_DELAY) / 2 {
+                return true;
+            }
+        }
+        if let Some(r) = rtt {
+            self.round_rtt = Some(self.round_rtt.map_or(r, |c| c.min(r)));
+            if self.samples < HYSTART_MIN_SAMPLES {
+                self.samples += 1;
+            } else {
+                let eighth =
+                    (delay_min / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
+                if self.round_rtt.is_some_and(|c| c > delay_min + eighth) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
 }
 
 impl Cubic {
@@ -27,6 +100,7 @@ impl Cubic {
             k: 0.0,
             w_est: 0.0,
             epoch_start: None,
+            hystart: None,
         }
     }
 
@@ -92,7 +166,34 @@ impl CongestionControl for Cubic {
         self.w.ssthresh = reduced(self.w.cwnd.round() as u64, BETA);
         self.w.cwnd = self.w.ssthresh;
     }
+    fn enable_hystart(&mut self) {
+        self.hystart = Some(HyStart::default());
+    }
+    fn on_ack_sample(&mut self, now: Instant, rtt: Option<Duration>, una: u64, nxt: u64) {
+        let (cwnd, in_slow_start) = (self.w.cwnd, self.w.cwnd < self.w.ssthresh);
+        let Some(h) = self.hystart.as_mut() else {
+            return;
+        };
+        if let Some(r) = rtt {
+            h.delay_min = Some(h.delay_min.map_or(r, |d| d.min(r)));
+        }
+        if h.found || !in_slow_start {
+            return;
+        }
+        if h.end_seq.is_none_or(|e| una > e) {
+            h.new_round(now, nxt);
+        }
+        if cwnd >= HYSTART_LOW_WINDOW && h.exit(now, rtt) {
+            h.found = true;
+            self.w.ssthresh = cwnd;
+        }
+    }
     fn on_timeout(&mut self, _now: Instant, _flight: u64) {
+        // After a timeout slow start begins again, and HyStart with it.
+        if let Some(h) = self.hystart.as_mut() {
+            h.found = false;
+            h.end_seq = None;
+        }
         self.reduce();
         self.w.ssthresh = reduced(self.w.cwnd.round() as u64, BETA);
         self.w.cwnd = 1.0;
@@ -102,6 +203,85 @@ impl CongestionControl for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn us(t: u64) -> Instant {
+        Instant::from_nanos(t * 1_000)
+    }
+
+    /// A CUBIC in slow start at `cwnd` segments with HyStart on (or off), after one
+    /// earlier round that measured a 100 ms RTT.
+    fn slow_starting(cwnd: f64, hystart: bool) -> Cubic {
+        let mut c = Cubic::new(10);
+        if hystart {
+            c.enable_hystart();
+        }
+        c.w.cwnd = cwnd;
+        c.on_ack_sample(us(0), Some(Duration::from_millis(100)), 1, 10);
+        c
+    }
+
+    #[test]
+    fn hystart_ends_slow_start_when_a_rounds_ack_train_spans_half_the_rtt() {
+        for hystart in [true, false] {
+            let mut c = slow_starting(100.0, hystart);
+            // A new round: ACKs 0.5 ms apart, RTT steady at 100 ms (no queue), for 60 ms.
+            let mut ended_at = None;
+            for i in 0..120u64 {
+                let t = 200_000 + i * 500;
+                c.on_ack_sample(us(t), Some(Duration::from_millis(100)), 11 + i, 400);
+                if c.w.ssthresh < f64::MAX && ended_at.is_none() {
+                    ended_at = Some(i);
+                }
+            }
+            if hystart {
+                // (100 ms + 1 ms) / 2 = 50.5 ms of train: the 102nd ACK.
+                assert_eq!(ended_at, Some(102), "ssthresh {}", c.w.ssthresh);
+                assert_eq!(c.w.ssthresh, 100.0, "slow start ends at the window it had");
+            } else {
+                assert_eq!(ended_at, None, "plain slow start goes on");
+            }
+        }
+    }
+
+    #[test]
+    fn hystart_ends_slow_start_when_a_round_sees_the_rtt_rise() {
+        let mut c = slow_starting(100.0, true);
+        // ACKs 3 ms apart (no train); a round whose first samples read 110 ms: below
+        // 100 + 12.5 ms, slow start goes on.
+        for i in 0..12u64 {
+            c.on_ack_sample(
+                us(200_000 + i * 3_000),
+                Some(Duration::from_millis(110)),
+                11 + i,
+                400,
+            );
+        }
+        assert_eq!(c.w.ssthresh, f64::MAX, "an RTT 10 ms up is no queue yet");
+        // Next round (una passes 400): 113 ms, more than 100 + 12.5.
+        for i in 0..12u64 {
+            c.on_ack_sample(
+                us(400_000 + i * 3_000),
+                Some(Duration::from_millis(113)),
+                401 + i,
+                900,
+            );
+        }
+        assert_eq!(
+            c.w.ssthresh, 100.0,
+            "the ninth sample of the round ends slow start"
+        );
+        // Below 16 segments HyStart does not act at all.
+        let mut small = slow_starting(12.0, true);
+        for i in 0..12u64 {
+            small.on_ack_sample(
+                us(400_000 + i * 3_000),
+                Some(Duration::from_millis(150)),
+                401 + i,
+                900,
+            );
+        }
+        assert_eq!(small.w.ssthresh, f64::MAX);
+    }
 
     #[test]
     fn reduces_by_beta_and_regrows_to_w_max_in_k_seconds() {

@@ -149,6 +149,13 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     /// streams are meant to arrive on time; the `bbr` and `bbr1` schemes keep Linux's
     /// behaviour.
     fn spare_app_limited_flows(&mut self) {}
+    /// Leave slow start by HyStart, as Linux's CUBIC does (`Config::hystart`); only
+    /// controllers that have it (CUBIC) act on this.
+    fn enable_hystart(&mut self) {}
+    /// Every ACK of new data, before `on_ack`: its RTT sample, the first unacknowledged
+    /// segment after it and the next segment to send. HyStart reads its rounds and
+    /// delays from these.
+    fn on_ack_sample(&mut self, _now: Instant, _rtt: Option<Duration>, _una: u64, _nxt: u64) {}
 }
 
 /// Which window-growth rule a scheme uses.

@@ -7,11 +7,11 @@
 //! load to the queue that dropped them, which drops more, which the estimate would read as
 //! a worse channel (the feedback loop the first version of this scheme fell into).
 
-use core::cell::RefCell;
 use super::channel::{ChannelEstimate, ChannelEstimator, SLOW_MEMORY};
 use super::sizing::{size_code, CodeSize, Sizer, MOST_REPAIR};
 use super::stream::Sizing;
 use crate::wire::FecFeedback;
+use core::cell::RefCell;
 
 /// Settings of the `auto` controller.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -322,7 +322,8 @@ impl AutoControl {
         // a clean dumbbell four `auto` flows, whose late joiners read their own start-up
         // drops as channel loss, reached Jain 0.839 / 0.786 at 0.5 / 1 BDP with
         // every retransmission protected and 0.861 / 0.815 with this rule (seeds 1–16).
-        let congestion = self.recent_congestion_lost / self.recent_packets.max(1.0) >= est.loss_rate;
+        let congestion =
+            self.recent_congestion_lost / self.recent_packets.max(1.0) >= est.loss_rate;
         let tables = self.tables.get_mut();
         tables.retransmission_due = Some((est, target, congestion));
         // Not the priced target: a stream's failed interval costs its data a round trip

@@ -142,7 +142,11 @@ impl Drop for FailureTable {
         SCRATCH.with(|c| {
             // Keep the larger buffer of the two.
             let kept = c.take();
-            c.set(if kept.capacity() > cells.capacity() { kept } else { cells });
+            c.set(if kept.capacity() > cells.capacity() {
+                kept
+            } else {
+                cells
+            });
         });
     }
 }
@@ -174,9 +178,7 @@ impl Sizer {
     pub fn one_repair_suffices(&mut self, k: usize) -> bool {
         let k = k.clamp(1, MAX_BLOCK - 1);
         let target = self.target;
-        self.table
-            .as_mut()
-            .is_none_or(|t| t.at(k + 1, 1) <= target)
+        self.table.as_mut().is_none_or(|t| t.at(k + 1, 1) <= target)
     }
 
     /// The fewest repairs, at most `max_m`, that keep a block of `n` data packets under the

@@ -1,0 +1,106 @@
+//! The three settings that make a simulated sender grow and recover as Linux's does
+//! (`tcpfec validate --set kernel` uses them): byte counting, RACK's rule for lost
+//! retransmissions, and HyStart. Each is measured against the same run without it.
+
+use core::time::Duration;
+use tcpfec_proto::Scheme;
+use tcpfec_sim::{run, App, LossSpec, RunResult, Scenario};
+
+/// A 50 Mb/s path with one-way delay `delay_ms`, a drop-tail queue of `buffer`
+/// packets, no random loss, and one finite transfer of `bytes`.
+fn transfer(scheme: &str, delay_ms: u64, buffer: u32, bytes: u64) -> Scenario {
+    Scenario {
+        scheme: Scheme::parse(scheme).unwrap(),
+        bottleneck_bps: 50_000_000,
+        access_bps: 1_000_000_000,
+        access_delay: (Duration::ZERO, Duration::ZERO),
+        delay: Duration::from_millis(delay_ms),
+        buffer,
+        loss: LossSpec::None,
+        initial_window: 10,
+        app: App::Transfer { bytes },
+        duration: Duration::from_secs(60),
+        window: (Duration::ZERO, Duration::from_secs(60)),
+        ..Scenario::default()
+    }
+}
+
+fn seconds(r: &RunResult) -> f64 {
+    r.completion_time_s.expect("the transfer finishes")
+}
+
+#[test]
+fn byte_counting_makes_delayed_acks_grow_the_window_as_an_ack_per_segment_does() {
+    // 1 MB at RTT 200 ms, a queue that never fills: slow start's rounds decide.
+    let base = transfer("sack", 100, 10_000, 1_000_000);
+    let every_segment = seconds(&run(&base));
+    let delayed = Scenario {
+        delayed_ack: true,
+        ..base.clone()
+    };
+    let per_ack = seconds(&run(&delayed));
+    let counted = seconds(&run(&Scenario {
+        byte_counting: true,
+        ..delayed
+    }));
+    // Per ACK, delayed ACKs grow slow start by half per round instead of doubling it:
+    // two rounds more here.
+    assert!(
+        per_ack > 1.2 * every_segment,
+        "{per_ack} s with delayed ACKs, {every_segment} s without"
+    );
+    assert!(
+        (counted / every_segment - 1.0).abs() < 0.02,
+        "{counted} s counted, {every_segment} s with an ACK per segment"
+    );
+}
+
+#[test]
+fn rack_finds_lost_retransmissions_that_would_wait_for_the_rto() {
+    // Slow start overflows a half-BDP queue (RTT 50 ms, 104 packets) and loses
+    // retransmissions in the same burst.
+    let base = Scenario {
+        delayed_ack: true,
+        byte_counting: true,
+        ..transfer("sack", 25, 104, 10_000_000)
+    };
+    let rto = run(&base);
+    let rack = run(&Scenario { rack: true, ..base });
+    assert!(rto.timeouts >= 1, "{} timeouts without RACK", rto.timeouts);
+    assert_eq!(rack.timeouts, 0);
+    assert!(
+        seconds(&rack) < 0.85 * seconds(&rto),
+        "{} s with RACK, {} s without",
+        seconds(&rack),
+        seconds(&rto)
+    );
+}
+
+#[test]
+fn hystart_leaves_slow_start_before_the_queue_overflows() {
+    // RTT 100 ms, a queue of one BDP (417 packets): plain slow start overshoots it.
+    let base = Scenario {
+        delayed_ack: true,
+        byte_counting: true,
+        ..transfer("cubic", 50, 417, 10_000_000)
+    };
+    let plain = run(&base);
+    let hystart = run(&Scenario {
+        hystart: true,
+        ..base.clone()
+    });
+    let retransmitted = |r: &RunResult| r.retransmission_rate * r.data_packets as f64;
+    assert!(retransmitted(&plain) > 500.0, "{}", retransmitted(&plain));
+    assert_eq!(retransmitted(&hystart), 0.0);
+    // Other controllers ignore it.
+    let sack = run(&Scenario {
+        scheme: Scheme::parse("sack").unwrap(),
+        ..base.clone()
+    });
+    let sack_hystart = run(&Scenario {
+        scheme: Scheme::parse("sack").unwrap(),
+        hystart: true,
+        ..base
+    });
+    assert_eq!(seconds(&sack), seconds(&sack_hystart));
+}
