@@ -1,4 +1,4 @@
-//! `tcpfec bench sim`: simulator speed on two reference scenarios, each in its own process
+//! `tcpfec bench sim`: simulator speed on the reference scenarios, each in its own process
 //! so that its peak memory is measured alone; when ns-2 and ns-3 are installed (see
 //! `validation/run.sh`), the same scenarios run in them too and the ratios are printed.
 
@@ -36,6 +36,10 @@ pub fn scenarios() -> Vec<BenchScenario> {
     };
     let path_bbr = Scenario {
         scheme: Scheme::parse("bbr").expect("built-in"),
+        ..path.clone()
+    };
+    let path_auto = Scenario {
+        scheme: Scheme::parse("auto").expect("built-in"),
         ..path.clone()
     };
     let dumbbell = Scenario {
@@ -84,6 +88,14 @@ pub fn scenarios() -> Vec<BenchScenario> {
                 "--variant=bbr",
                 "--wstart=0",
             ],
+            payload: 1460.0,
+        },
+        BenchScenario {
+            id: "path-auto",
+            what: "the same path with auto (bbr paced, Reed-Solomon repairs, loss-run reports)",
+            scenario: path_auto,
+            ns2: vec![],
+            ns3: vec![],
             payload: 1460.0,
         },
         BenchScenario {
@@ -142,6 +154,7 @@ pub fn child(id: &str) -> Result<(), String> {
     println!(
         "{}",
         json!({"id": id, "wall_s": wall, "events": r.events, "data_packets": r.data_packets,
+               "packets_total": r.packets_total,
                "goodput_mbps": r.goodput_mbps, "peak_rss_mb": peak_rss_mb()})
     );
     Ok(())
@@ -235,16 +248,20 @@ pub fn run(repeat: u32, refs: &References) -> Result<(), String> {
         "simulator speed, single-threaded, best of {repeat} run(s) per scenario and simulator"
     );
     println!(
-        "{:<15} {:<7} {:>9} {:>13} {:>16} {:>9} {:>9} {:>9}",
+        "{:<15} {:<7} {:>9} {:>13} {:>16} {:>9} {:>9} {:>9} {:>9}",
         "scenario",
         "sim",
         "wall s",
         "events/s",
         "delivered pkt/s",
+        "ns/pkt",
         "peak MB",
         "goodput",
         "speed-up"
     );
+    // Cost per simulated packet of the first (sack) path scenario, to put the other
+    // schemes' cost on the same path beside it.
+    let mut sack_ns_per_packet = None;
     for b in scenarios() {
         let t = best_of(repeat, || {
             run_json(
@@ -261,13 +278,24 @@ pub fn run(repeat: u32, refs: &References) -> Result<(), String> {
         };
         let t_wall = t["wall_s"].as_f64().unwrap_or(f64::NAN);
         let events = t["events"].as_f64().unwrap_or(f64::NAN);
+        let ns_per_packet = t_wall * 1e9 / t["packets_total"].as_f64().unwrap_or(f64::NAN);
+        let relative = match sack_ns_per_packet {
+            Some(base) if b.id.starts_with("path-") => {
+                format!(" ({:.2}x sack's per packet)", ns_per_packet / base)
+            }
+            _ => String::new(),
+        };
+        if b.id == "sato-ch4-path" {
+            sack_ns_per_packet = Some(ns_per_packet);
+        }
         println!(
-            "{:<15} {:<7} {:>9.3} {:>13.0} {:>16.0} {:>9.1} {:>9.2} {:>9}   {}",
+            "{:<15} {:<7} {:>9.3} {:>13.0} {:>16.0} {:>9.0} {:>9.1} {:>9.2} {:>9}   {}{relative}",
             b.id,
             "tcpfec",
             t_wall,
             events / t_wall,
             delivered(&t),
+            ns_per_packet,
             t["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
             t["goodput_mbps"].as_f64().unwrap_or(f64::NAN),
             "",
@@ -298,22 +326,31 @@ pub fn run(repeat: u32, refs: &References) -> Result<(), String> {
             let v = best_of(repeat, || run_json(&exe, &full))?;
             let wall = v["wall_s"].as_f64().unwrap_or(f64::NAN);
             println!(
-                "{:<15} {:<7} {:>9.3} {:>13} {:>16.0} {:>9.1} {:>9.2} {:>8.1}x",
+                "{:<15} {:<7} {:>9.3} {:>13} {:>16.0} {:>9} {:>9.1} {:>9.2} {:>8.1}x",
                 b.id,
                 name,
                 wall,
                 "-",
                 delivered(&v),
+                "-",
                 v["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
                 v["goodput_mbps"].as_f64().unwrap_or(f64::NAN),
                 wall / t_wall
             );
         }
     }
-    println!("\nspeed-up = reference wall time / tcpfec wall time on the same scenario.");
-    if refs.ns2.is_none() || refs.ns3.is_none() {
+    println!(
+        "\nspeed-up = reference wall time / tcpfec wall time on the same scenario; ns/pkt = \
+         tcpfec's wall time per packet it simulated (data, repairs and ACKs)."
+    );
+    let missing: Vec<&str> = [("ns-2", refs.ns2.is_none()), ("ns-3", refs.ns3.is_none())]
+        .into_iter()
+        .filter_map(|(name, gone)| gone.then_some(name))
+        .collect();
+    if !missing.is_empty() {
         println!(
-            "(ns-2 / ns-3 not found: run validation/run.sh --quick once to install and build them)"
+            "({} not found: run validation/run.sh --quick once to install and build them)",
+            missing.join(" and ")
         );
     }
     Ok(())
