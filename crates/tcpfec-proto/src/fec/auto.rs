@@ -202,7 +202,7 @@ pub struct AutoControl {
     /// not (`cc::CongestionCap` weighs them against the channel).
     pub last_congestion: (u64, u64),
     /// The repair tables of retransmissions and streams, built when first read.
-    tables: RefCell<LazyTables>,
+    tables: RefCell<Box<LazyTables>>,
     /// Packets measured and congestion losses among them, forgotten over
     /// [`SLOW_MEMORY`] packets.
     recent_packets: f64,
@@ -227,7 +227,7 @@ impl AutoControl {
             pipe: 0.0,
             congestion_lost: 0,
             last_congestion: (0, 0),
-            tables: RefCell::new(LazyTables::default()),
+            tables: RefCell::new(Box::default()),
             recent_packets: 0.0,
             recent_congestion_lost: 0.0,
         };
