@@ -159,7 +159,14 @@ impl LossModel {
     /// steps once per packet time, sent or not.
     #[inline]
     pub fn drops_after_idle(&mut self, now: u64, idle_ns: u64, packet_ns: u64) -> bool {
-        self.drops_after(now, 1 + idle_ns / packet_ns.max(1))
+        // Only the Gilbert–Elliott chain has steps to count (a division per packet the
+        // other models need not pay).
+        let steps = if matches!(self.spec, LossSpec::GilbertElliott { .. }) {
+            1 + idle_ns / packet_ns.max(1)
+        } else {
+            1
+        };
+        self.drops_after(now, steps)
     }
 
     /// Whether the packet offered at `now` (ns) is lost, `steps` ≥ 1 packet times after
