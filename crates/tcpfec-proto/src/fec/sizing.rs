@@ -114,24 +114,30 @@ impl FailureTable {
             self.bad.resize(n + 2, 0.0);
         }
         let (good, bad) = (&mut self.good, &mut self.bad);
+        let (keep_good, keep_bad) = (1.0 - p, 1.0 - r);
         if n > 1 {
             // One more packet: good → good (kept), good → bad (lost), bad → good (kept),
-            // bad → bad (lost). Walk j downwards so each cell is read before it is
-            // overwritten.
-            for j in (1..=n).rev() {
-                let (g, b) = (good[j], bad[j]);
-                good[j] = g * (1.0 - p) + b * r;
-                bad[j] = good[j - 1] * p + bad[j - 1] * (1.0 - r);
+            // bad → bad (lost). Cell j reads cell j − 1 as it was before this packet,
+            // carried along (iterators: this loop is most of `auto`'s sizing time, and
+            // indexing checked every access).
+            let (mut g_before, mut b_before) = (good[0], bad[0]);
+            for (gj, bj) in good[1..=n].iter_mut().zip(bad[1..=n].iter_mut()) {
+                let (g, b) = (*gj, *bj);
+                *gj = g * keep_good + b * r;
+                *bj = g_before * p + b_before * keep_bad;
+                (g_before, b_before) = (g, b);
             }
             // No losses so far: only good → good and bad → good lead here, and bad[0]
             // stays 0 (a packet in the bad state is a loss).
-            good[0] = good[0] * (1.0 - p) + bad[0] * r;
+            good[0] = good[0] * keep_good + bad[0] * r;
         }
         // Row n: tail[m] = sum over j > m of P(j losses), and 0 at m = n.
         let mut acc = 0.0;
-        for m in (0..n).rev() {
-            acc += good[m + 1] + bad[m + 1];
-            self.cells[off + m] = acc.min(1.0);
+        let row = &mut self.cells[off..off + n];
+        let losses = good[1..=n].iter().zip(&bad[1..=n]).rev();
+        for (cell, (g, b)) in row.iter_mut().rev().zip(losses) {
+            acc += g + b;
+            *cell = acc.min(1.0);
         }
     }
 }
