@@ -76,6 +76,25 @@ pub struct SimArgs {
     /// Delayed ACKs at the receiver: on or off [default: off].
     #[arg(long, allow_hyphen_values = true)]
     delayed_ack: Option<String>,
+    /// Window growth per segment acknowledged (RFC 3465 byte counting, as Linux counts)
+    /// instead of per ACK: on or off [default: off]. With --delayed-ack on, this is how a
+    /// Linux sender grows.
+    #[arg(long, allow_hyphen_values = true)]
+    byte_counting: Option<String>,
+    /// Find a lost retransmission when a segment sent after it is delivered (RACK, RFC
+    /// 8985, as Linux does) instead of waiting for the RTO: on or off [default: off; the
+    /// BBR schemes and auto always do].
+    #[arg(long, allow_hyphen_values = true)]
+    rack: Option<String>,
+    /// CUBIC leaves slow start by Linux's HyStart (ACK trains, rising delay) before the
+    /// queue overflows: on or off [default: off].
+    #[arg(long, allow_hyphen_values = true)]
+    hystart: Option<String>,
+    /// Bytes every packet occupies on a link beyond the simulated 40-byte header and the
+    /// payload: 12 models Linux TCP's timestamp option, 57 tcpfec over UDP/IPv4 (IP and
+    /// UDP headers, envelope, AEAD tag) [default: 0].
+    #[arg(long, allow_hyphen_values = true)]
+    encapsulation: Option<String>,
     /// Initial congestion window, segments [default: 2].
     #[arg(long, allow_hyphen_values = true)]
     initial_window: Option<String>,
@@ -191,6 +210,10 @@ impl SimArgs {
             ("loss-reverse", &self.loss_reverse),
             ("ge-reverse", &self.ge_reverse),
             ("delayed-ack", &self.delayed_ack),
+            ("byte-counting", &self.byte_counting),
+            ("rack", &self.rack),
+            ("hystart", &self.hystart),
+            ("encapsulation", &self.encapsulation),
             ("initial-window", &self.initial_window),
             ("min-rto", &self.min_rto),
             ("duration", &self.duration),
@@ -292,9 +315,9 @@ pub struct ValidateArgs {
     /// schemes against ns-3's `TcpBbr`.
     #[arg(long, value_enum, default_value_t = ValidateSet::Baselines)]
     set: ValidateSet,
-    /// Seeds per point.
-    #[arg(long, default_value_t = 10)]
-    seeds: u64,
+    /// Seeds per point [default: 10; 5 simulator seeds with --set kernel or wire].
+    #[arg(long)]
+    seeds: Option<u64>,
     /// A few points only.
     #[arg(long)]
     quick: bool,
@@ -309,6 +332,26 @@ pub struct ValidateArgs {
     /// Re-render the report and figures from an earlier run's validation.csv.
     #[arg(long, value_name = "CSV")]
     from_csv: Option<PathBuf>,
+    /// --set kernel or wire: the stored measurements to compare with [default:
+    /// validation/kernel/kernel.csv or wire.csv].
+    #[arg(long, value_name = "CSV")]
+    reference: Option<PathBuf>,
+    /// --set kernel or wire: measure instead, REPS runs (seeds) per point, on emulated
+    /// links (`tcpfec emu`; needs root, about 20 minutes per seed), and write the CSV.
+    #[arg(long, value_name = "REPS", value_parser = clap::value_parser!(u64).range(1..))]
+    measure: Option<u64>,
+    /// --set kernel or wire: write the CSV from `tcpfec bench net --emu --json` output
+    /// measured before (one object per line) instead.
+    #[arg(long, value_name = "JSONL", conflicts_with = "measure")]
+    import: Option<PathBuf>,
+    /// --set kernel or wire: only these points (1-based, comma-separated; the report
+    /// lists them).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    points: Option<Vec<usize>>,
+    /// --set kernel or wire: exit 1 unless every point agrees within 10 % or misses as
+    /// recorded (each recorded miss has its explanation in the report).
+    #[arg(long)]
+    check: bool,
 }
 
 /// `--set` of `tcpfec validate`.
@@ -318,20 +361,53 @@ enum ValidateSet {
     Baselines,
     /// `bbr1` and `bbr` against ns-3.37's `TcpBbr` (BBR v1).
     Bbr,
+    /// The simulator's sack, cubic and bbr1 against Linux's reno, cubic and bbr on
+    /// emulated links (stored measurements in validation/kernel/kernel.csv).
+    Kernel,
+    /// The simulator against tcpfec's engine on the wire (`tcpfec perf` through `tcpfec
+    /// emu`; stored in validation/kernel/wire.csv).
+    Wire,
+}
+
+/// What `tcpfec validate` is asked to do.
+pub enum Validation {
+    /// Against ns-2 and ns-3.
+    Simulators(validate::Options),
+    /// Against measurements on emulated links.
+    Measured(crate::validate_kernel::Options),
 }
 
 impl ValidateArgs {
     /// The validation these flags ask for.
-    pub fn options(self) -> validate::Options {
+    pub fn validation(self) -> Validation {
+        let reference = match self.set {
+            ValidateSet::Kernel => crate::validate_kernel::Reference::Kernel,
+            ValidateSet::Wire => crate::validate_kernel::Reference::Wire,
+            _ => return Validation::Simulators(self.options()),
+        };
+        Validation::Measured(crate::validate_kernel::Options {
+            reference,
+            csv: self.reference,
+            seeds: self.seeds.unwrap_or(crate::validate_kernel::DEFAULT_SEEDS),
+            measure: self.measure,
+            import: self.import,
+            only: self.points,
+            report: self.report,
+            check: self.check,
+        })
+    }
+
+    /// The comparison with ns-2 and ns-3 these flags ask for.
+    fn options(self) -> validate::Options {
         validate::Options {
             ns2: self.ns2,
             ns3: self.ns3,
             tcl_dir: self.tcl_dir,
             set: match self.set {
-                ValidateSet::Baselines => validate::Set::Baselines,
                 ValidateSet::Bbr => validate::Set::Bbr,
+                _ => validate::Set::Baselines,
             },
-            seeds: self.seeds,
+            seeds: self.seeds.unwrap_or(10),
             quick: self.quick,
             out: self.out,
             report: self.report,

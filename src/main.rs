@@ -8,6 +8,7 @@ mod loopback_bench;
 mod net_bench;
 mod net_cli;
 mod perf_cli;
+mod validate_kernel;
 
 use clap::{Parser, Subcommand};
 use lab_cli::{ShardArgs, SimArgs, ValidateArgs};
@@ -205,7 +206,9 @@ enum BenchWhat {
         #[arg(long, default_value_t = 0.5)]
         seconds: f64,
     },
-    /// Simulator wall time, events/s, packets/s and peak memory on two reference scenarios.
+    /// Simulator wall time, events/s, packets/s, cost per packet and peak memory on the
+    /// reference scenarios (the Sato path with sack, bbr and auto; a 16-flow dumbbell), next
+    /// to ns-2 and ns-3 where installed.
     Sim {
         /// Runs per scenario (the best is reported).
         #[arg(long, default_value_t = 3)]
@@ -269,7 +272,10 @@ fn main() -> ExitCode {
                 limits: sweep::Limits { max_runs, i_know },
             }),
         },
-        Command::Validate(args) => tcpfec_lab::validate::run(&args.options()),
+        Command::Validate(args) => match args.validation() {
+            lab_cli::Validation::Simulators(o) => tcpfec_lab::validate::run(&o),
+            lab_cli::Validation::Measured(o) => validate_kernel::run(&o),
+        },
         Command::Merge { dirs, out } => tcpfec_lab::merge::merge(&dirs, out),
         Command::Calibrate {
             which:
