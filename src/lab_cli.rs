@@ -81,9 +81,10 @@ pub struct SimArgs {
     /// Linux sender grows.
     #[arg(long, allow_hyphen_values = true)]
     byte_counting: Option<String>,
-    /// Find a lost retransmission when a segment sent after it is delivered (RACK, RFC
-    /// 8985, as Linux does) instead of waiting for the RTO: on or off [default: off; the
-    /// BBR schemes and auto always do].
+    /// RACK's loss rules (RFC 8985, as Linux runs them): a retransmission is lost when a
+    /// segment sent after it is delivered, and, in recovery, so is every segment sent
+    /// before a delivered one (schemes without FEC), instead of waiting for the RTO: on or
+    /// off [default: off; the BBR schemes and auto always apply the first rule].
     #[arg(long, allow_hyphen_values = true)]
     rack: Option<String>,
     /// CUBIC leaves slow start by Linux's HyStart (ACK trains, rising delay) before the

@@ -181,9 +181,11 @@ pub struct Config {
     /// adds each segment acknowledged, Reno's avoidance 1/cwnd per segment. With delayed
     /// ACKs, growth is then what an ACK per segment gives. Off by default (ns-2's rule).
     pub byte_counting: bool,
-    /// A window controller also finds a lost retransmission when a segment sent after it
-    /// is delivered (RACK's rule, RFC 8985, as Linux does) instead of waiting for the RTO.
-    /// Controllers that model the path always do. Off by default (ns-2's rule).
+    /// RACK's rules (RFC 8985, as Linux runs them before it has seen reordering): a
+    /// lost retransmission is found when a segment sent after it is delivered, instead of
+    /// by the RTO (controllers that model the path always do this), and, for schemes
+    /// without FEC, in recovery any segment sent before a delivered one is lost. Off by
+    /// default (ns-2's rules).
     pub rack: bool,
     /// CUBIC leaves slow start by Linux's HyStart (ACK trains and rising delay) before
     /// the queue overflows; other controllers ignore it. Off by default (RFC 9438's plain

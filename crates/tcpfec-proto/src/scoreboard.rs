@@ -621,6 +621,26 @@ impl Scoreboard {
         self.rate.newest_delivered()
     }
 
+    /// Marks lost every segment in flight (neither SACKed nor lost) whose latest
+    /// transmission was sent before the newest one delivered: RACK's rule (RFC 8985 §6.2)
+    /// with no reordering window, by send order rather than by sequence, so that a
+    /// flight's last segments count as lost once retransmissions sent after them arrive.
+    /// Returns how many it marked.
+    pub fn mark_lost_by_send_order(&mut self) -> usize {
+        let Some(newest) = self.newest_delivered() else {
+            return 0;
+        };
+        let mut newly = 0;
+        for i in self.scan..self.segs.len() {
+            let s = &self.segs[i];
+            if !s.sacked && !s.lost && s.tx.order < newest {
+                self.set_lost(i);
+                newly += 1;
+            }
+        }
+        newly
+    }
+
     /// Records that segment `seg` was sent again at `now` with `in_flight` bytes already
     /// in flight. Returns true if it had been marked lost (a repair of a loss, not a probe
     /// of a segment still in flight).

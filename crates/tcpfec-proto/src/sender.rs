@@ -152,6 +152,9 @@ pub(crate) struct Sender {
     /// Lost retransmissions are found by RACK's rule: `Config::rack`, or a controller
     /// that models the path.
     rack: bool,
+    /// `Config::rack` without FEC: in recovery a hole below any delivered segment is lost
+    /// (RACK with no reordering seen), not only one below `dupthresh` of them.
+    rack_in_recovery: bool,
     /// `Config::hystart`: the controller hears every ACK's RTT sample.
     hystart: bool,
     /// The RTT measured from the current ACK's timestamp echo.
@@ -290,6 +293,7 @@ impl Sender {
             event_driven,
             byte_counting: cfg.byte_counting,
             rack: cfg.rack || models_path,
+            rack_in_recovery: cfg.rack && cfg.scheme.fec.is_none(),
             hystart: cfg.hystart,
             rtt_this_ack: None,
             retransmitted_order: VecDeque::new(),
@@ -1144,6 +1148,14 @@ impl Sender {
         if self.sack {
             self.sb.apply_sack(now, a.sack);
             self.sb.mark_lost_by_sack(self.dupthresh as usize);
+            if self.rack_in_recovery && self.in_recovery {
+                // RACK (RFC 8985 §6.2) before any reordering is seen, as Linux runs it:
+                // in recovery its reordering window is zero, so a segment sent before one
+                // that was delivered is lost. The holes at a flight's tail, with fewer
+                // than `dupthresh` segments delivered above them (or only retransmissions
+                // sent after them), need no timeout then.
+                self.sb.mark_lost_by_send_order();
+            }
             self.conclude_probe();
         }
         let una = self.sb.una();

@@ -56,6 +56,27 @@ fn byte_counting_makes_delayed_acks_grow_the_window_as_an_ack_per_segment_does()
 }
 
 #[test]
+fn rack_marks_the_holes_of_a_flights_tail_lost_in_recovery() {
+    // Slow start overshoots a 4 BDP queue (RTT 100 ms): the recovery ends with holes at
+    // the tail that have fewer than three segments delivered above them.
+    let base = Scenario {
+        delayed_ack: true,
+        byte_counting: true,
+        ..transfer("sack", 50, 1667, 10_000_000)
+    };
+    let rto = run(&base);
+    let rack = run(&Scenario { rack: true, ..base });
+    assert_eq!(rto.timeouts, 1, "the tail waits for the timer without RACK");
+    assert_eq!(rack.timeouts, 0);
+    assert!(
+        seconds(&rack) < 0.9 * seconds(&rto),
+        "{} s with RACK, {} s without",
+        seconds(&rack),
+        seconds(&rto)
+    );
+}
+
+#[test]
 fn rack_finds_lost_retransmissions_that_would_wait_for_the_rto() {
     // Slow start overflows a half-BDP queue (RTT 50 ms, 104 packets) and loses
     // retransmissions in the same burst.
