@@ -312,8 +312,9 @@ pub struct ValidateArgs {
     /// Directory holding path.tcl and dumbbell.tcl.
     #[arg(long, default_value = "validation/ns2")]
     tcl_dir: PathBuf,
-    /// Which comparison: the window-based TCP baselines against ns-2 and ns-3, or the BBR
-    /// schemes against ns-3's `TcpBbr`.
+    /// Which comparison: the window-based TCP baselines against ns-2 and ns-3, the BBR
+    /// schemes against ns-3's `TcpBbr`, the simulator against Linux's TCP, or against the
+    /// engine on the wire.
     #[arg(long, value_enum, default_value_t = ValidateSet::Baselines)]
     set: ValidateSet,
     /// Seeds per point [default: 10; 5 simulator seeds with --set kernel or wire].
@@ -323,11 +324,12 @@ pub struct ValidateArgs {
     #[arg(long)]
     quick: bool,
     /// Directory for validation.csv and the figures [default: docs/validation, or
-    /// docs/validation-bbr with --set bbr].
+    /// docs/validation-bbr with --set bbr; not used by --set kernel or wire].
     #[arg(long)]
     out: Option<PathBuf>,
-    /// The markdown report to write [default: docs/validation.md, or
-    /// docs/validation-bbr.md with --set bbr].
+    /// The markdown report to write [default: docs/validation.md, or docs/validation-bbr.md,
+    /// docs/validation-kernel.md, docs/validation-wire.md by --set; `-` for none with
+    /// --set kernel or wire].
     #[arg(long)]
     report: Option<PathBuf>,
     /// Re-render the report and figures from an earlier run's validation.csv.

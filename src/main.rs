@@ -41,8 +41,10 @@ enum Command {
     Sim(Box<SimArgs>),
     /// List the congestion-control schemes that --scheme accepts.
     Schemes,
-    /// Run the validation scenarios in tcpfec, ns-2 and ns-3 and write a comparison report
-    /// (normally through validation/run.sh, which installs and builds the references).
+    /// Compare the simulator with references and write a report: ns-2 and ns-3 (normally
+    /// through validation/run.sh, which installs and builds them), or, with --set kernel
+    /// or wire, measurements of Linux's TCP and of the engine on emulated links stored in
+    /// validation/kernel/ (--measure takes them again, as root).
     Validate(ValidateArgs),
     /// Reproduce a paper's experiment: runs the sweeps of experiments/<ID>.toml and writes
     /// results/<ID>/ (CSV, one SVG per paper figure, report.md with each claim checked).
