@@ -647,8 +647,9 @@ const SEND_BUFFER: &str = "With the real endpoint's 4 MiB send buffer (about one
     one queue at RTT 300 ms) the simulated cubic and anker-10-1 lose 17 % and 47 % of the \
     wire's goodput after their slow-start overshoot; with the simulator's own 64 MiB buffer \
     they come to 46.7 (cubic, within 2 %) and 34.8 Mb/s. SACKed data counts against the \
-    buffer until the hole below it is repaired, so a recovery in the simulator starves the \
-    sender of new data; why the wire does not starve alike is not isolated.";
+    buffer until the hole below it is repaired, which can starve a sender of new data \
+    during a recovery; why the simulated sender is held back and the real one is not is \
+    not isolated.";
 
 /// 10 MB transfers at 0.1 % loss where the simulated seeds spread and the measured
 /// runs do not.
