@@ -16,6 +16,28 @@ fn one_kernel_point_measured_afresh_agrees_as_recorded() {
         );
         return;
     }
+    let have = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    let missing: Vec<&str> = ["reno", "cubic", "bbr"]
+        .into_iter()
+        .filter(|cc| !have.split_whitespace().any(|h| h == *cc))
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "SKIPPED one_kernel_point_measured_afresh_agrees_as_recorded: this kernel has no \
+             TCP {} (it has: {})",
+            missing.join(", "),
+            have.trim()
+        );
+        return;
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        eprintln!(
+            "SKIPPED one_kernel_point_measured_afresh_agrees_as_recorded: no /dev/net/tun \
+             for the link emulator"
+        );
+        return;
+    }
     let exe = env!("CARGO_BIN_EXE_tcpfec");
     let dir = std::env::temp_dir().join(format!("tcpfec-kernel-ref-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
