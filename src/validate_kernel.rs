@@ -13,7 +13,6 @@
 use rayon::prelude::*;
 use serde_json::Value;
 use std::fmt::Write as _;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -98,6 +97,16 @@ pub const POINTS: &[Point] = &[
     point(300, 625, Loss::Random(0.005), false),
 ];
 
+/// Every point with its number (1-based, as reports and `--points` count them).
+fn all_points() -> Vec<(usize, Point)> {
+    POINTS
+        .iter()
+        .copied()
+        .enumerate()
+        .map(|(i, p)| (i + 1, p))
+        .collect()
+}
+
 impl Point {
     fn bdp_packets(&self) -> f64 {
         RATE_BPS as f64 * self.rtt_ms as f64 / 1e3 / 8.0 / 1500.0
@@ -157,23 +166,6 @@ fn loss_key(l: &LossSpec) -> String {
         LossSpec::GilbertElliott { p, r, h, k } => format!("ge:{p:.6},{r:.6},{h:.6},{k:.6}"),
         _ => "other".into(),
     }
-}
-
-/// The same, from `bench net --emu --json`'s `loss_model` object.
-fn loss_key_json(v: &Value) -> Option<String> {
-    let f = |k: &str| v[k].as_f64();
-    Some(match v["kind"].as_str()? {
-        "none" => "none".into(),
-        "bernoulli" => format!("random:{:.6}", f("p")?),
-        "gilbert_elliott" => format!(
-            "ge:{:.6},{:.6},{:.6},{:.6}",
-            f("p")?,
-            f("r")?,
-            f("h")?,
-            f("k")?
-        ),
-        _ => "other".into(),
-    })
 }
 
 /// What is compared with the simulator.
@@ -371,7 +363,7 @@ impl Row {
         Some(Row {
             rtt_ms: v["rtt_ms"].as_f64()?.round() as u32,
             queue: v["queue_packets"].as_u64()? as u32,
-            loss: loss_key_json(&v["loss_model"])?,
+            loss: loss_key(&serde_json::from_value(v["loss_model"].clone()).ok()?),
             transport: v["transport"].as_str()?.to_string(),
             seed: v["seed"].as_u64().unwrap_or(1),
             bulk_mbps: v["bulk_mbps"].as_f64()?,
@@ -531,12 +523,7 @@ impl Options {
 
     fn points(&self) -> Result<Vec<(usize, Point)>, String> {
         match &self.only {
-            None => Ok(POINTS
-                .iter()
-                .copied()
-                .enumerate()
-                .map(|(i, p)| (i + 1, p))
-                .collect()),
+            None => Ok(all_points()),
             Some(v) => v
                 .iter()
                 .map(|&i| {
@@ -555,7 +542,8 @@ impl Options {
 /// Runs the command.
 pub fn run(opts: &Options) -> Result<(), String> {
     if let Some(src) = &opts.import {
-        let rows = import(src)?;
+        let text = std::fs::read_to_string(src).map_err(|e| format!("{}: {e}", src.display()))?;
+        let rows = rows_from_bench(&text, &src.display().to_string())?;
         let reps = rows.iter().map(|r| r.seed).max().unwrap_or(0);
         write_csv(
             &opts.csv(),
@@ -739,11 +727,8 @@ fn unexpected(reference: Reference, cmp: &[Comparison]) -> Vec<String> {
         .filter(|c| c.within() == known_miss(reference, c).is_some())
         .map(|c| {
             format!(
-                "  point {} ({}), {} {}: simulated/measured {:.2}, {}",
-                c.index,
-                c.point.label(),
-                c.transport,
-                c.metric.name(),
+                "  {}: simulated/measured {:.2}, {}",
+                c.what(),
                 c.ratio(),
                 if c.within() {
                     "recorded as a miss but now within tolerance"
@@ -755,20 +740,17 @@ fn unexpected(reference: Reference, cmp: &[Comparison]) -> Vec<String> {
         .collect()
 }
 
-/// Reads `bench net --emu --json` output: one object per line, or each wrapped as
-/// `{"r": OBJECT, ...}`.
-fn import(src: &Path) -> Result<Vec<Row>, String> {
-    let f = std::fs::File::open(src).map_err(|e| format!("{}: {e}", src.display()))?;
+/// The bulk measurements in `bench net --emu --json` output (one object per line);
+/// `what` names the source in errors.
+fn rows_from_bench(text: &str, what: &str) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
-    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
-        let line = line.map_err(|e| format!("{}: {e}", src.display()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Value =
-            serde_json::from_str(&line).map_err(|e| format!("{}:{}: {e}", src.display(), i + 1))?;
-        let v = if v.get("r").is_some() { &v["r"] } else { &v };
-        rows.extend(Row::from_bench(v));
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("{what}:{}: {e}", i + 1))?;
+        rows.extend(Row::from_bench(&v));
     }
     Ok(rows)
 }
@@ -809,11 +791,10 @@ fn measure(opts: &Options, reps: u64) -> Result<(), String> {
             if !out.status.success() {
                 return Err(format!("bench net --emu failed at point {i}, seed {seed}"));
             }
-            for line in String::from_utf8_lossy(&out.stdout).lines() {
-                if let Ok(v) = serde_json::from_str::<Value>(line) {
-                    rows.extend(Row::from_bench(&v));
-                }
-            }
+            rows.extend(rows_from_bench(
+                &String::from_utf8_lossy(&out.stdout),
+                "bench net --emu",
+            )?);
         }
     }
     write_csv(
@@ -870,9 +851,20 @@ impl Comparison {
             let sd = if sd.is_finite() { sd } else { 0.0 };
             sd * sd / n.max(1) as f64
         };
-        let (m, sd, n) = self.sim;
-        let spread = (se(self.reference) + se((m, sd, n))).sqrt();
-        (self.sim.0 - self.reference.0).abs() / spread.max(1e-12)
+        let spread = (se(self.reference) + se(self.sim)).sqrt();
+        // Capped for the tables: beyond 99 it only says the runs agree among themselves.
+        ((self.sim.0 - self.reference.0).abs() / spread.max(1e-12)).min(99.9)
+    }
+
+    /// "point 6 (RTT 100 ms, 1.0 BDP, 0%), TCP cubic goodput Mb/s".
+    fn what(&self) -> String {
+        format!(
+            "point {} ({}), {} {}",
+            self.index,
+            self.point.label(),
+            self.transport,
+            self.metric.name()
+        )
     }
 
     /// Whether the simulator is within [`TOLERANCE`] of the measurement.
@@ -980,7 +972,7 @@ fn table_text(cmp: &[Comparison]) -> String {
             format!("{:.2}±{:.2}", c.reference.0, c.reference.1),
             format!("{:.2}±{:.2}", c.sim.0, c.sim.1),
             c.ratio(),
-            c.z().min(99.9),
+            c.z(),
             if c.within() { "" } else { " *" }
         );
     }
@@ -1042,19 +1034,11 @@ fn render(opts: &Options, cmp: &[Comparison]) -> String {
             c.sim.0,
             c.sim.1,
             c.ratio(),
-            c.z().min(99.9),
+            c.z(),
             if c.within() { "yes" } else { "**no**" }
         );
         if let (false, Some(m)) = (c.within(), known_miss(opts.reference, c)) {
-            let what = format!(
-                "point {} ({}), {} {}: {:.2} (z {:.1})",
-                c.index,
-                c.point.label(),
-                c.transport,
-                c.metric.name(),
-                c.ratio(),
-                c.z().min(99.9)
-            );
+            let what = format!("{}: {:.2} (z {:.1})", c.what(), c.ratio(), c.z());
             match misses.iter_mut().find(|(why, _)| *why == m.why) {
                 Some((_, v)) => v.push(what),
                 None => misses.push((m.why, vec![what])),
@@ -1086,13 +1070,7 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         for reference in [Reference::Kernel, Reference::Wire] {
             let (_, rows) = read_csv(&root.join(reference.default_csv())).unwrap();
-            let points: Vec<(usize, Point)> = POINTS
-                .iter()
-                .copied()
-                .enumerate()
-                .map(|(i, p)| (i + 1, p))
-                .collect();
-            let cmp = compare(reference, &rows, &points, DEFAULT_SEEDS);
+            let cmp = compare(reference, &rows, &all_points(), DEFAULT_SEEDS);
             // Every point and pairing was measured.
             let expected: usize = POINTS
                 .iter()

@@ -1,10 +1,10 @@
 //! Packet loss models applied per link direction.
 
 use crate::rng::Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How a link direction loses packets (independent of queue overflow).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LossSpec {
     /// No random loss.

@@ -243,43 +243,30 @@ mod tests {
         }
     }
 
+    /// Twelve ACKs 3 ms apart (too far apart for a train) from `start_us`, each with an
+    /// RTT sample of `rtt_ms`, acknowledging up from `una` while `nxt` is next to send.
+    fn spaced_round(c: &mut Cubic, start_us: u64, rtt_ms: u64, una: u64, nxt: u64) {
+        for i in 0..12u64 {
+            let rtt = Some(Duration::from_millis(rtt_ms));
+            c.on_ack_sample(us(start_us + i * 3_000), rtt, una + i, nxt);
+        }
+    }
+
     #[test]
     fn hystart_ends_slow_start_when_a_round_sees_the_rtt_rise() {
         let mut c = slow_starting(100.0, true);
-        // ACKs 3 ms apart (no train); a round whose first samples read 110 ms: below
-        // 100 + 12.5 ms, slow start goes on.
-        for i in 0..12u64 {
-            c.on_ack_sample(
-                us(200_000 + i * 3_000),
-                Some(Duration::from_millis(110)),
-                11 + i,
-                400,
-            );
-        }
+        // A round whose samples read 110 ms: below 100 + 12.5 ms, slow start goes on.
+        spaced_round(&mut c, 200_000, 110, 11, 400);
         assert_eq!(c.w.ssthresh, f64::MAX, "an RTT 10 ms up is no queue yet");
         // Next round (una passes 400): 113 ms, more than 100 + 12.5.
-        for i in 0..12u64 {
-            c.on_ack_sample(
-                us(400_000 + i * 3_000),
-                Some(Duration::from_millis(113)),
-                401 + i,
-                900,
-            );
-        }
+        spaced_round(&mut c, 400_000, 113, 401, 900);
         assert_eq!(
             c.w.ssthresh, 100.0,
             "the ninth sample of the round ends slow start"
         );
         // Below 16 segments HyStart does not act at all.
         let mut small = slow_starting(12.0, true);
-        for i in 0..12u64 {
-            small.on_ack_sample(
-                us(400_000 + i * 3_000),
-                Some(Duration::from_millis(150)),
-                401 + i,
-                900,
-            );
-        }
+        spaced_round(&mut small, 400_000, 150, 401, 900);
         assert_eq!(small.w.ssthresh, f64::MAX);
     }
 
