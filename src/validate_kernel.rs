@@ -607,8 +607,7 @@ const NOISE: &str = "Not resolved by the runs (z < 2): at 0.1 % loss and at 5 % 
 const BURST_RECOVERY: &str = "Reno's slow start overshoots the half-BDP queue (Linux \
     dropped 212 packets there) and Linux's 10 MB run still takes about what the link \
     allows (1.87 s); the simulated engine needs two recoveries and 240 retransmissions, \
-    2.47 s, without a timeout. Not isolated. (With RACK's marking in recovery, the tail \
-    timeouts that cost points 8 and 15 up to 1.4x are gone.)";
+    2.47 s, without a timeout. Not isolated.";
 
 /// CUBIC under random loss at a 20 ms RTT.
 const SHORT_RTT_CUBIC: &str = "At RTT 20 ms under random loss the engine's CUBIC (RFC \
