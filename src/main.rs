@@ -304,9 +304,18 @@ fn main() -> ExitCode {
                 },
         } => model::anker(window, &loss, &rtt, &block, packet_size),
         Command::Keygen(a) => net_cli::keygen(a),
-        Command::Send(a) => net_cli::send(a),
-        Command::Recv(a) => net_cli::recv(a),
-        Command::Tunnel { side } => net_cli::tunnel(side),
+        Command::Send(a) => {
+            let json = a.json();
+            net_cli::json_error(json, net_cli::send(a))
+        }
+        Command::Recv(a) => {
+            let json = a.json();
+            net_cli::json_error(json, net_cli::recv(a))
+        }
+        Command::Tunnel { side } => {
+            let json = side.json();
+            net_cli::json_error(json, net_cli::tunnel(side))
+        }
         Command::Relay(a) => net_cli::relay(a),
         Command::Perf(a) => perf_cli::perf(*a),
         Command::Emu(a) => emu_cli::emu(a),

@@ -6,7 +6,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tcpfec_channel::{units, LossSpec};
@@ -238,6 +238,29 @@ pub enum TunnelSide {
         #[command(flatten)]
         report: Report,
     },
+}
+
+impl SendArgs {
+    /// Whether `--json` was given.
+    pub fn json(&self) -> bool {
+        self.report.json
+    }
+}
+
+impl RecvArgs {
+    /// Whether `--json` was given.
+    pub fn json(&self) -> bool {
+        self.report.json
+    }
+}
+
+impl TunnelSide {
+    /// Whether `--json` was given.
+    pub fn json(&self) -> bool {
+        match self {
+            TunnelSide::Server { report, .. } | TunnelSide::Client { report, .. } => report.json,
+        }
+    }
 }
 
 /// `tcpfec relay`.
@@ -647,11 +670,46 @@ impl StopSignals {
 
 /// Tells every peer of `ep` that this side was stopped, then ends the process with the
 /// signal's exit status. Callers drop their transfers first, so incomplete files are gone.
-async fn exit_stopped(ep: &Endpoint, stop: Stop, what: &str) -> ! {
+async fn exit_stopped(ep: &Endpoint, stop: Stop, what: &str, json: bool) -> ! {
     ep.close_all(CloseCode::Interrupted, "", Duration::from_secs(1))
         .await;
-    eprintln!("stopped by {}: {what}", stop.signal);
+    say(
+        json,
+        json!({"event": "stopped", "signal": stop.signal, "detail": what}),
+        format_args!("stopped by {}: {what}", stop.signal),
+    );
     std::process::exit(stop.status)
+}
+
+/// Tells the operator something: with `--json` as one JSON object on standard output (so
+/// every line there is JSON), otherwise as text on standard error.
+fn say(json: bool, event: Value, text: std::fmt::Arguments<'_>) {
+    if json {
+        println!("{event}");
+    } else {
+        eprintln!("{text}");
+    }
+}
+
+/// Set once a failure has been told as a JSON `failed` event ([`print_failure`]).
+static FAILURE_PRINTED: AtomicBool = AtomicBool::new(false);
+
+/// Prints a `failed` event that ends a command's JSON output.
+fn print_failure(v: Value) {
+    FAILURE_PRINTED.store(true, Ordering::Relaxed);
+    println!("{v}");
+}
+
+/// With `--json`, a command's fatal error also goes to standard output as an `error`
+/// event (unless a `failed` event told it already), so a reader of the JSON stream learns
+/// why it ended.
+pub fn json_error(json: bool, r: Result<(), String>) -> Result<(), String> {
+    if let (true, Err(e)) = (json, &r) {
+        if !FAILURE_PRINTED.load(Ordering::Relaxed) {
+            println!("{}", json!({"event": "error", "error": e}));
+        }
+    }
+    r
 }
 
 /// `tcpfec send`.
@@ -679,11 +737,18 @@ pub fn send(a: SendArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
         let mut s = tokio::select! {
             s = ep.connect(addr) => s.map_err(|e| e.to_string())?,
-            stop = signals.next(&ep) => exit_stopped(&ep, stop, "nothing was sent").await,
+            stop = signals.next(&ep) => exit_stopped(&ep, stop, "nothing was sent", json).await,
         };
         let watch = s.watch();
         let w2 = watch.clone();
-        let sig = on_sigusr1(move || stats_text(&w2.stats(), &w2.endpoint()));
+        let sig = on_sigusr1(move || {
+            if json {
+                json!({"stats": stats_json(&w2.stats()), "endpoint": endpoint_json(&w2.endpoint())})
+                    .to_string()
+            } else {
+                stats_text(&w2.stats(), &w2.endpoint())
+            }
+        });
         let done = Arc::new(AtomicU64::new(0));
         let b = bar(total, json);
         let ticker = drive_bar(b.clone(), done.clone(), watch.clone(), true);
@@ -714,7 +779,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
                     "{n} of {} file(s) confirmed stored; the receiver was told and discards the incomplete one",
                     files.len()
                 );
-                exit_stopped(&ep, stop, &what).await
+                exit_stopped(&ep, stop, &what, json).await
             }
         };
         let stats = watch.stats();
@@ -745,14 +810,13 @@ pub fn send(a: SendArgs) -> Result<(), String> {
             Err(e) => {
                 if json {
                     let stored = confirmed.lock().expect("not poisoned");
-                    let v = json!({
+                    print_failure(json!({
                         "event": "failed",
                         "error": e.to_string(),
                         "files": stored.iter().map(outcome_json).collect::<Vec<_>>(),
                         "stats": stats_json(&stats),
                         "endpoint": endpoint_json(&est),
-                    });
-                    println!("{v}");
+                    }));
                 }
                 Err(e.to_string())
             }
@@ -804,9 +868,8 @@ async fn receive_connection(
             json!({"event": "done", "from": peer.to_string(), "stats": stats_json(&st)})
         ),
         Ok(_) => {}
-        Err(e) if json => println!(
-            "{}",
-            json!({"event": "failed", "from": peer.to_string(), "error": e.to_string()})
+        Err(e) if json => print_failure(
+            json!({"event": "failed", "from": peer.to_string(), "error": e.to_string()}),
         ),
         Err(e) => eprintln!("from {peer}: {e}; nothing incomplete was kept"),
     }
@@ -871,7 +934,7 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
             "{open} transfer(s) in progress were stopped and their incomplete files removed; \
              the senders were told; stored files are kept"
         );
-        exit_stopped(&ep, stop, &what).await
+        exit_stopped(&ep, stop, &what, json).await
     })
 }
 
@@ -883,7 +946,17 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
     };
     runtime_with(threads)?.block_on(async move {
         let mut signals = StopSignals::new()?;
-        let stats = Arc::new(TunnelStats::default());
+        let json = side.json();
+        let stats = Arc::new(TunnelStats {
+            events: tunnel::TunnelEvents::to(move |e| match e {
+                tunnel::TunnelEvent::Failed { connection, error } => say(
+                    json,
+                    json!({"event": "failed", "connection": connection, "error": error}),
+                    format_args!("{e}"),
+                ),
+            }),
+            ..TunnelStats::default()
+        });
         match side {
             TunnelSide::Server {
                 listen,
@@ -906,7 +979,11 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                         .map_err(|e| format!("--listen {listen}: {e}"))?,
                 );
                 let bound = ep.local_addr().map_err(|e| e.to_string())?;
-                eprintln!("tunnel server on {bound}, forwarding to {to}");
+                say(
+                    report.json,
+                    json!({"event": "listening", "addr": bound.to_string(), "to": to}),
+                    format_args!("tunnel server on {bound}, forwarding to {to}"),
+                );
                 let _sig = sig_tunnel(ep.clone(), stats.clone());
                 // UDP flows arrive as their own stream kind; --udp on the server only
                 // documents intent, the client decides what it forwards.
@@ -919,7 +996,8 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 }
                 match stop {
                     Some(stop) => {
-                        exit_stopped(&ep, stop, "open tunnel connections were closed").await
+                        let what = "open tunnel connections were closed";
+                        exit_stopped(&ep, stop, what, report.json).await
                     }
                     None => Ok(()),
                 }
@@ -968,9 +1046,11 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                         stats.clone(),
                     )));
                 }
-                eprintln!(
-                    "tunnel client on {listen}{}, server {server}",
-                    if udp { " (TCP and UDP)" } else { " (TCP)" }
+                let kinds = if udp { "TCP and UDP" } else { "TCP" };
+                say(
+                    report.json,
+                    json!({"event": "listening", "addr": listen.to_string(), "server": server.to_string(), "udp": udp}),
+                    format_args!("tunnel client on {listen} ({kinds}), server {server}"),
                 );
                 let _sig = sig_tunnel(ep.clone(), stats.clone());
                 let stop = signals.next(&ep).await;
@@ -980,7 +1060,8 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 if report.stats || report.json {
                     println!("{}", tunnel_json(&ep.stats(), &stats));
                 }
-                exit_stopped(&ep, stop, "open tunnel connections were closed").await
+                let what = "open tunnel connections were closed";
+                exit_stopped(&ep, stop, what, report.json).await
             }
         }
     })
@@ -988,6 +1069,7 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
 
 fn tunnel_json(e: &EndpointStats, t: &TunnelStats) -> Value {
     json!({
+        "event": "stats",
         "tcp_connections": t.tcp_connections.load(Ordering::Relaxed),
         "udp_flows": t.udp_flows.load(Ordering::Relaxed),
         "failures": t.failures.load(Ordering::Relaxed),

@@ -306,11 +306,13 @@ fn transfer_in_progress(
 #[test]
 fn a_stopped_receiver_removes_its_partial_file_and_the_sender_hears_at_once() {
     let dir = scratch("stop-recv");
-    let (recv, _lines, sender, mut relay, out) = transfer_in_progress(&dir);
+    let (recv, mut lines, sender, mut relay, out) = transfer_in_progress(&dir);
     signal(&recv, libc::SIGTERM);
     let stopped = Instant::now();
-    let r = exits_with(recv, 143);
-    assert!(String::from_utf8_lossy(&r.stderr).contains("stopped by SIGTERM"));
+    let v = wait_event(&mut lines, "stopped");
+    assert_eq!(v["signal"], "SIGTERM", "{v}");
+    drop(lines);
+    exits_with(recv, 143);
     assert!(listing(&out).is_empty(), "{:?}", listing(&out));
     let o = sender.wait_with_output().unwrap();
     // The sender learns it from the receiver's close, not from its 10 s idle timeout.
@@ -431,6 +433,76 @@ fn a_stopped_tunnel_resets_its_connections_and_exits_by_signal() {
     let o = exits_with(client, 130);
     let log = String::from_utf8_lossy(&o.stderr);
     assert!(log.contains("the peer stopped"), "{log}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// With `--json`, everything a command writes to standard output is JSON, one object per
+/// line, from the listening event to the stop: a tunnel server and client forwarding one
+/// connection, and a receiver, each stopped by a signal.
+#[test]
+fn json_output_is_all_json_lines_through_a_stop() {
+    use std::io::{Read, Write};
+    let dir = scratch("json-lines");
+    let key = dir.join("k");
+    keygen(&key);
+    let target = tcp_echo();
+    let mut srv_cmd = bin();
+    srv_cmd
+        .args([
+            "tunnel",
+            "server",
+            "--json",
+            "--listen",
+            "127.0.0.1:0",
+            "--to",
+        ])
+        .arg(target.to_string())
+        .arg("--key-file")
+        .arg(&key);
+    let (server, line) = spawn_reporting(&mut srv_cmd, false);
+    let v: serde_json::Value = serde_json::from_str(&line).expect("listening event");
+    assert_eq!(v["event"], "listening", "{line}");
+    let srv_addr = v["addr"].as_str().unwrap().to_string();
+    let mut cli_cmd = bin();
+    cli_cmd
+        .args(["tunnel", "client", "--json", "--listen", "127.0.0.1:0"])
+        .args(["--server", &srv_addr, "--key-file"])
+        .arg(&key);
+    let (client, line) = spawn_reporting(&mut cli_cmd, false);
+    let v: serde_json::Value = serde_json::from_str(&line).expect("listening event");
+    let entry = v["addr"].as_str().unwrap().to_string();
+    let mut app = std::net::TcpStream::connect(&entry).unwrap();
+    app.write_all(b"ping").unwrap();
+    let mut four = [0u8; 4];
+    app.read_exact(&mut four).unwrap();
+    let out = dir.join("out");
+    let (recv, _) = start_recv(&key, &out, &[]);
+    for (child, status) in [(server, 143), (client, 130), (recv, 130)] {
+        signal(
+            &child,
+            if status == 143 {
+                libc::SIGTERM
+            } else {
+                libc::SIGINT
+            },
+        );
+        let o = exits_with(child, status);
+        let stdout = String::from_utf8(o.stdout).unwrap();
+        let events: Vec<serde_json::Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        assert_eq!(
+            events.last().unwrap()["event"],
+            "stopped",
+            "the stop is the last event: {stdout}"
+        );
+        assert!(
+            o.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -158,6 +158,7 @@ fn envelopes() {
     let psk = tcpfec_net::Psk([7; 32]);
     let params = |send: &str, want: Option<&str>| {
         ClientParams {
+            sent_at_ms: 1_800_000_000_000,
             send: Scheme::parse(send).expect("scheme"),
             want: want.map(|w| Scheme::parse(w).expect("scheme")),
             opening: OPENING,
@@ -173,20 +174,16 @@ fn envelopes() {
     // Secure: Noise message 1 under the key the target's responder uses, with each cipher.
     let token = [5u8; 24];
     for (cipher, name) in [(Cipher::ChaChaPoly, "chacha"), (Cipher::AesGcm, "aes")] {
-        let mut hs = tcpfec_net::crypto::initiator(&psk, cipher);
-        let mut m1 = [0u8; 1024];
-        let n = hs
-            .write_message(&params("fectcp", None), &mut m1)
-            .expect("msg 1");
+        let (m1, _) = tcpfec_net::crypto::first_message(&psk, cipher, &params("fectcp", None));
         write(
             "envelope",
             &format!("initial-secure-{name}"),
-            &envelope::initial(true, cipher, 9, &[], &m1[..n]),
+            &envelope::initial(true, cipher, 9, &[], &m1),
         );
         write(
             "envelope",
             &format!("initial-secure-token-{name}"),
-            &envelope::initial(true, cipher, 9, &token, &m1[..n]),
+            &envelope::initial(true, cipher, 9, &token, &m1),
         );
     }
     write("envelope", "retry", &envelope::retry(9, &token));

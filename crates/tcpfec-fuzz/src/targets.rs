@@ -195,9 +195,10 @@ pub fn envelope(data: &[u8]) {
             if secure {
                 // What a server does with message 1 under a key.
                 let psk = tcpfec_net::Psk([7; 32]);
-                let mut hs = tcpfec_net::crypto::responder(&psk, cipher);
                 let mut plain = [0u8; 1024];
-                if let Ok(n) = hs.read_message(payload, &mut plain) {
+                if let Ok((_, n)) =
+                    tcpfec_net::crypto::read_first_message(&psk, cipher, payload, &mut plain)
+                {
                     client_params(&plain[..n]);
                 }
             } else {

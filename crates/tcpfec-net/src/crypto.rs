@@ -14,7 +14,7 @@ use snow::{HandshakeState, StatelessTransportState};
 /// Bytes the AEAD adds to each packet (the tag; 16 for both ciphers).
 pub const TAG_LEN: usize = 16;
 /// Bound into the handshake hash: both sides must be speaking this protocol version.
-const PROLOGUE: &[u8] = b"tcpfec-net/2";
+const PROLOGUE: &[u8] = b"tcpfec-net/3";
 
 /// The AEAD that seals data packets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +90,73 @@ pub fn initiator(psk: &Psk, cipher: Cipher) -> HandshakeState {
 /// The server's side of the handshake, with the cipher the client named.
 pub fn responder(psk: &Psk, cipher: Cipher) -> HandshakeState {
     builder(psk, cipher).build_responder().expect("responder")
+}
+
+/// Bytes of the key check in front of Noise message 1.
+pub const KEY_CHECK_LEN: usize = 8;
+/// Noise's ephemeral public key, the first bytes of message 1.
+const EPHEMERAL_LEN: usize = 32;
+
+/// A keyed hash of the client's ephemeral public key under the pre-shared key. Sent in
+/// front of Noise message 1, it tells the server whether the key is right before the
+/// message's AEAD is checked: a message that fails with the right key was damaged or
+/// tampered with (a cipher flag flipped on the way, say), which a wrong key cannot explain.
+/// It reveals nothing the AEAD of message 1 does not (both can only be checked by guessing
+/// the key), and as the ephemeral key is fresh it links no two handshakes.
+fn key_check(psk: &Psk, ephemeral: &[u8]) -> [u8; KEY_CHECK_LEN] {
+    let mut h = blake3::Hasher::new_keyed(&psk.0);
+    h.update(b"tcpfec key check");
+    h.update(ephemeral);
+    let mut out = [0u8; KEY_CHECK_LEN];
+    out.copy_from_slice(&h.finalize().as_bytes()[..KEY_CHECK_LEN]);
+    out
+}
+
+/// The client's first handshake message carrying `params`: the key check followed by Noise
+/// message 1, and the state that reads the server's answer.
+pub fn first_message(psk: &Psk, cipher: Cipher, params: &[u8]) -> (Vec<u8>, HandshakeState) {
+    let mut h = initiator(psk, cipher);
+    let mut m = vec![0u8; KEY_CHECK_LEN + 1024];
+    let n = h
+        .write_message(params, &mut m[KEY_CHECK_LEN..])
+        .expect("message 1 fits");
+    let check = key_check(psk, &m[KEY_CHECK_LEN..KEY_CHECK_LEN + EPHEMERAL_LEN]);
+    m[..KEY_CHECK_LEN].copy_from_slice(&check);
+    m.truncate(KEY_CHECK_LEN + n);
+    (m, h)
+}
+
+/// Why a first handshake message could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstMessageError {
+    /// The key check fails: the client holds another key (or the message is too damaged
+    /// to tell).
+    WrongKey,
+    /// The key is right but the message does not authenticate: damaged or tampered with.
+    Damaged,
+}
+
+/// The server's reading of a first message: the handshake state that writes the answer,
+/// and the client's parameters (in `plain`, their length returned).
+pub fn read_first_message(
+    psk: &Psk,
+    cipher: Cipher,
+    message: &[u8],
+    plain: &mut [u8],
+) -> Result<(HandshakeState, usize), FirstMessageError> {
+    let Some(ephemeral) = message.get(KEY_CHECK_LEN..KEY_CHECK_LEN + EPHEMERAL_LEN) else {
+        return Err(FirstMessageError::WrongKey);
+    };
+    // A plain comparison: timing could reveal the check of an ephemeral key the prober
+    // chose, which is worth nothing without the key.
+    if key_check(psk, ephemeral) != message[..KEY_CHECK_LEN] {
+        return Err(FirstMessageError::WrongKey);
+    }
+    let mut h = responder(psk, cipher);
+    match h.read_message(&message[KEY_CHECK_LEN..], plain) {
+        Ok(n) => Ok((h, n)),
+        Err(_) => Err(FirstMessageError::Damaged),
+    }
 }
 
 /// Seals and opens data packets of one connection; `None` inside means `--insecure`.
@@ -188,6 +255,42 @@ mod tests {
     fn wrong_psk_fails_at_the_first_message() {
         for cipher in BOTH {
             assert!(pair(&Psk::generate(), &Psk::generate(), cipher, cipher).is_none());
+        }
+    }
+
+    #[test]
+    fn the_first_message_tells_a_wrong_key_from_damage() {
+        let k = Psk::generate();
+        let mut plain = [0u8; 64];
+        for cipher in BOTH {
+            let (m, _) = first_message(&k, cipher, b"params");
+            let (_, n) = read_first_message(&k, cipher, &m, &mut plain).unwrap();
+            assert_eq!(&plain[..n], b"params");
+            let other = Psk::generate();
+            assert_eq!(
+                read_first_message(&other, cipher, &m, &mut plain).err(),
+                Some(FirstMessageError::WrongKey)
+            );
+            // The cipher flag flipped on the way: right key, message does not authenticate.
+            let flipped = match cipher {
+                Cipher::AesGcm => Cipher::ChaChaPoly,
+                Cipher::ChaChaPoly => Cipher::AesGcm,
+            };
+            assert_eq!(
+                read_first_message(&k, flipped, &m, &mut plain).err(),
+                Some(FirstMessageError::Damaged)
+            );
+            let mut bad = m.clone();
+            *bad.last_mut().unwrap() ^= 1;
+            assert_eq!(
+                read_first_message(&k, cipher, &bad, &mut plain).err(),
+                Some(FirstMessageError::Damaged)
+            );
+            assert_eq!(
+                read_first_message(&k, cipher, &m[..20], &mut plain).err(),
+                Some(FirstMessageError::WrongKey),
+                "too short to check"
+            );
         }
     }
 

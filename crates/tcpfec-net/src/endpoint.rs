@@ -10,6 +10,7 @@ use crate::cookie::CookieJar;
 use crate::crypto::{self, Sealer};
 use crate::envelope::{self, Envelope, RejectReason};
 use crate::error::NetError;
+use crate::first_message::{self, FirstMessages};
 use crate::gro;
 use crate::gso;
 use crate::params::{ClientParams, Opening, ServerParams};
@@ -71,6 +72,7 @@ impl Endpoint {
         let sockets = shard::bind(addr, count).await?;
         let count = sockets.len();
         let (tx, rx) = mpsc::unbounded_channel();
+        let first_messages = Arc::new(Mutex::new(FirstMessages::default()));
         let shards: Vec<Arc<Shared>> = sockets
             .into_iter()
             .enumerate()
@@ -98,6 +100,7 @@ impl Endpoint {
                     rounds: AtomicU64::new(0),
                     shard: Arc::new(Shard::new(index, count, notify)),
                     max_unvalidated: MAX_UNVALIDATED.div_ceil(count),
+                    first_messages: first_messages.clone(),
                 })
             })
             .collect();
@@ -321,6 +324,7 @@ impl Drop for Endpoint {
 fn hello_payload(cfg: &EndpointConfig) -> (Vec<u8>, Option<Box<snow::HandshakeState>>) {
     let engine = cfg.engine_config(&cfg.scheme);
     let params = ClientParams {
+        sent_at_ms: first_message::wall_clock_ms(),
         send: cfg.scheme.clone(),
         want: cfg.peer_scheme.clone(),
         opening: Opening::of(&engine),
@@ -328,10 +332,7 @@ fn hello_payload(cfg: &EndpointConfig) -> (Vec<u8>, Option<Box<snow::HandshakeSt
     .encode();
     match &cfg.key {
         Some(psk) => {
-            let mut h = crypto::initiator(psk, cfg.cipher);
-            let mut m = vec![0u8; 1024];
-            let n = h.write_message(&params, &mut m).expect("message 1 fits");
-            m.truncate(n);
+            let (m, h) = crypto::first_message(psk, cfg.cipher, &params);
             (m, Some(Box::new(h)))
         }
         None => (params, None),
@@ -519,6 +520,8 @@ fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAd
                 RejectReason::BadKey => NetError::WrongKey,
                 RejectReason::ModeMismatch => NetError::ModeMismatch,
                 RejectReason::BadParams => NetError::BadParams,
+                RejectReason::Damaged => NetError::Damaged,
+                RejectReason::ClockSkew => NetError::ClockSkew,
             });
         }
         Envelope::Data { dst_id, pn, body } => {
@@ -650,26 +653,52 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
     let mut plain = [0u8; 1024];
     let mut hs = None;
     let params = match &shared.cfg.key {
-        Some(psk) => {
-            let mut h = crypto::responder(psk, cipher);
-            match h.read_message(payload, &mut plain) {
-                Ok(n) => {
-                    hs = Some(h);
-                    ClientParams::decode(&plain[..n])
-                }
-                Err(_) => {
-                    st.stats.auth_failed += 1;
-                    reject(st, RejectReason::BadKey);
-                    return;
-                }
+        Some(psk) => match crypto::read_first_message(psk, cipher, payload, &mut plain) {
+            Ok((h, n)) => {
+                hs = Some(h);
+                ClientParams::decode(&plain[..n])
             }
-        }
+            Err(e) => {
+                st.stats.auth_failed += 1;
+                reject(
+                    st,
+                    match e {
+                        crypto::FirstMessageError::WrongKey => RejectReason::BadKey,
+                        crypto::FirstMessageError::Damaged => RejectReason::Damaged,
+                    },
+                );
+                return;
+            }
+        },
         None => ClientParams::decode(payload),
     };
     let Some(params) = params else {
         reject(st, RejectReason::BadParams);
         return;
     };
+    // A copy of a first message someone recorded opens nothing: only an authenticated
+    // message can get here, so the register holds genuine messages only.
+    if hs.is_some() {
+        let mut digest16 = [0u8; 16];
+        digest16.copy_from_slice(&digest.as_bytes()[..16]);
+        let admitted = shared
+            .first_messages
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .admit(digest16, params.sent_at_ms, first_message::wall_clock_ms());
+        match admitted {
+            Ok(()) => {}
+            Err(first_message::Refusal::Replayed) => {
+                st.stats.initial_replayed += 1;
+                return;
+            }
+            Err(first_message::Refusal::Stale { .. }) => {
+                st.stats.initial_stale += 1;
+                reject(st, RejectReason::ClockSkew);
+                return;
+            }
+        }
+    }
     // One connection per token: a captured Initial replayed within the token's lifetime
     // is dropped unanswered (a rejected handshake keeps its token, so the client's
     // repeat still gets the reason).

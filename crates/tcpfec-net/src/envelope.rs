@@ -5,8 +5,9 @@
 
 use crate::crypto::Cipher;
 
-/// Protocol version carried in Initial packets (2: one-round-trip start, cipher flag).
-pub const VERSION: u8 = 2;
+/// Protocol version carried in Initial packets (2: one-round-trip start, cipher flag; 3:
+/// a key check before Noise message 1 and the client's time in its parameters).
+pub const VERSION: u8 = 3;
 /// Initial packets are padded to at least this size, so the server's answers (Retry,
 /// Handshake, Reject) are always smaller than what it received: no amplification.
 pub const MIN_INITIAL: usize = 1200;
@@ -39,6 +40,11 @@ pub enum RejectReason {
     ModeMismatch = 2,
     /// The parameters (scheme, version) were not acceptable.
     BadParams = 3,
+    /// The key is right but the message did not authenticate: damaged or tampered with.
+    Damaged = 4,
+    /// The client's clock is further from the server's than the handshake allows
+    /// ([`crate::first_message::CLOCK_TOLERANCE`]).
+    ClockSkew = 5,
 }
 
 impl RejectReason {
@@ -47,6 +53,8 @@ impl RejectReason {
             1 => Some(RejectReason::BadKey),
             2 => Some(RejectReason::ModeMismatch),
             3 => Some(RejectReason::BadParams),
+            4 => Some(RejectReason::Damaged),
+            5 => Some(RejectReason::ClockSkew),
             _ => None,
         }
     }
@@ -292,8 +300,8 @@ mod tests {
         i[2] = 4;
         assert!(parse(&i).is_none(), "unknown flag");
         i[2] = 0;
-        i[1] = 1;
-        assert!(parse(&i).is_none(), "version 1");
+        i[1] = 2;
+        assert!(parse(&i).is_none(), "version 2");
         assert!(parse(&[]).is_none());
         assert!(parse(&[9, 1, 2]).is_none());
         assert!(parse(&[4, 0, 0]).is_none());

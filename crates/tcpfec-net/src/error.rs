@@ -22,6 +22,12 @@ pub enum NetError {
     ModeMismatch,
     /// The server refused the proposed scheme or version.
     BadParams,
+    /// The server holds our key but our handshake did not authenticate: it was damaged or
+    /// altered on the way.
+    Damaged,
+    /// The server refused the handshake because the two machines' clocks differ by more
+    /// than it allows.
+    ClockSkew,
     /// The peer stopped answering an open connection.
     PeerTimeout(Duration),
     /// The peer reset (aborted) the connection.
@@ -68,6 +74,15 @@ impl std::fmt::Display for NetError {
                 f,
                 "the server rejected the handshake: it does not accept the proposed scheme or version"
             ),
+            NetError::Damaged => write!(
+                f,
+                "the server rejected the handshake: the key is right but the message arrived damaged or altered (something on the path changes packets)"
+            ),
+            NetError::ClockSkew => write!(
+                f,
+                "the server rejected the handshake: the clocks of the two machines differ by more than {} s (set both by NTP)",
+                crate::first_message::CLOCK_TOLERANCE.as_secs()
+            ),
             NetError::PeerTimeout(d) => write!(
                 f,
                 "the peer stopped answering: nothing authentic received for {:.1} s (peer gone or path down)",
@@ -101,6 +116,8 @@ impl From<NetError> for std::io::Error {
             NetError::NoAnswer { .. } | NetError::PeerTimeout(_) => K::TimedOut,
             NetError::WrongKey | NetError::ModeMismatch => K::PermissionDenied,
             NetError::BadParams => K::InvalidInput,
+            NetError::Damaged => K::InvalidData,
+            NetError::ClockSkew => K::PermissionDenied,
             NetError::Reset | NetError::PeerClosed { .. } => K::ConnectionReset,
             NetError::ClosedHere(_) => K::ConnectionAborted,
             NetError::EndpointClosed => K::NotConnected,

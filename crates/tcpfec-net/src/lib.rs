@@ -18,6 +18,7 @@ pub mod emu;
 pub mod endpoint;
 pub mod envelope;
 pub mod error;
+pub mod first_message;
 pub mod gro;
 mod gso;
 pub mod key;

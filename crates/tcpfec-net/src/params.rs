@@ -21,6 +21,10 @@ pub fn engine_scheme<'a>(own: &'a Scheme, peer: &'a Scheme) -> &'a Scheme {
 /// What the client proposes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientParams {
+    /// The client's wall-clock time when it wrote the message, in milliseconds since the
+    /// Unix epoch: the server refuses old copies of a first message by it
+    /// ([`crate::first_message`]).
+    pub sent_at_ms: u64,
     /// The client's sending scheme.
     pub send: Scheme,
     /// The scheme asked of the server, if any.
@@ -109,7 +113,7 @@ fn take_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
 impl ClientParams {
     /// Encodes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::new();
+        let mut v = self.sent_at_ms.to_be_bytes().to_vec();
         put_str(&mut v, &self.send.name);
         put_str(&mut v, self.want.as_ref().map_or("", |s| s.name.as_str()));
         self.opening.put(&mut v);
@@ -117,7 +121,9 @@ impl ClientParams {
     }
 
     /// Decodes; `None` if malformed or a scheme is unknown here.
-    pub fn decode(mut b: &[u8]) -> Option<Self> {
+    pub fn decode(b: &[u8]) -> Option<Self> {
+        let sent_at_ms = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
+        let mut b = &b[8..];
         let send = Scheme::parse(take_str(&mut b)?).ok()?;
         let want = match take_str(&mut b)? {
             "" => None,
@@ -125,6 +131,7 @@ impl ClientParams {
         };
         let opening = Opening::take(&mut b)?;
         b.is_empty().then_some(ClientParams {
+            sent_at_ms,
             send,
             want,
             opening,
@@ -167,6 +174,7 @@ mod tests {
             sack: true,
         };
         let c = ClientParams {
+            sent_at_ms: 1_800_000_000_123,
             send: Scheme::parse("anker-16-2").unwrap(),
             want: Some(Scheme::parse("sack").unwrap()),
             opening,
@@ -192,6 +200,7 @@ mod tests {
         long.push(0);
         assert_eq!(ServerParams::decode(&long), None);
         assert_eq!(ClientParams::decode(&[3, b'f', b'o', b'o', 0]), None);
+        assert_eq!(ClientParams::decode(&e[..7]), None, "no room for the time");
         assert_eq!(ServerParams::decode(&[0, 0]), None);
     }
 }

@@ -35,6 +35,9 @@ pub(crate) struct Shared {
     /// Server connections without a proven client address beyond which new clients get a
     /// Retry: this shard's part of [`crate::config::MAX_UNVALIDATED`].
     pub(crate) max_unvalidated: usize,
+    /// First handshake messages accepted recently, shared by every shard of the endpoint:
+    /// a recorded copy opens no second connection ([`crate::first_message`]).
+    pub(crate) first_messages: Arc<Mutex<crate::first_message::FirstMessages>>,
 }
 
 impl Shared {

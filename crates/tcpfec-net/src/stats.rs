@@ -31,6 +31,12 @@ pub struct EndpointStats {
     pub bad_token: u64,
     /// Initials whose valid token already opened a connection (replays).
     pub token_reused: u64,
+    /// Authentic first handshake messages accepted before (recorded copies): dropped
+    /// unanswered ([`crate::first_message`]).
+    pub initial_replayed: u64,
+    /// First handshake messages whose time is too far from this clock (old copies, or a
+    /// client with a wrong clock): refused.
+    pub initial_stale: u64,
     /// Retry (cookie) packets sent.
     pub retries_sent: u64,
     /// Server connections opened without a token whose client never proved its address
@@ -54,7 +60,7 @@ pub struct EndpointStats {
 impl EndpointStats {
     /// Every reason a datagram is dropped, with its count, in one list so that text and
     /// JSON reports cannot leave one out. Names are the JSON keys.
-    pub fn drop_reasons(&self) -> [(&'static str, u64); 9] {
+    pub fn drop_reasons(&self) -> [(&'static str, u64); 10] {
         [
             ("malformed", self.malformed),
             ("auth_failed", self.auth_failed),
@@ -65,6 +71,7 @@ impl EndpointStats {
             ("unexpected", self.unexpected),
             ("bad_token", self.bad_token),
             ("token_reused", self.token_reused),
+            ("initial_replayed", self.initial_replayed),
         ]
     }
 
@@ -95,6 +102,8 @@ impl std::ops::Add for EndpointStats {
             unexpected,
             bad_token,
             token_reused,
+            initial_replayed,
+            initial_stale,
             retries_sent,
             unvalidated_expired,
             rejects_sent,
@@ -118,6 +127,8 @@ impl std::ops::Add for EndpointStats {
             unexpected: self.unexpected + unexpected,
             bad_token: self.bad_token + bad_token,
             token_reused: self.token_reused + token_reused,
+            initial_replayed: self.initial_replayed + initial_replayed,
+            initial_stale: self.initial_stale + initial_stale,
             retries_sent: self.retries_sent + retries_sent,
             unvalidated_expired: self.unvalidated_expired + unvalidated_expired,
             rejects_sent: self.rejects_sent + rejects_sent,

@@ -28,7 +28,58 @@ const KIND_UDP: u8 = 2;
 /// a slow path loses datagrams rather than buffering without bound).
 const UDP_QUEUE: usize = 1024;
 
-/// Counters of a tunnel end.
+/// Something a tunnel end tells its operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TunnelEvent {
+    /// A forwarded connection ended with an error.
+    Failed {
+        /// Which connection: "connection from ADDR" (and "to TARGET" on the server).
+        connection: String,
+        /// What went wrong, and what was done about it.
+        error: String,
+    },
+}
+
+impl std::fmt::Display for TunnelEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TunnelEvent::Failed { connection, error } => write!(f, "tunnel: {connection}: {error}"),
+        }
+    }
+}
+
+/// Where a tunnel end's events go: nowhere by default, or to a function (the command line
+/// prints them as text or JSON).
+#[derive(Clone, Default)]
+pub struct TunnelEvents(Option<Arc<EventFn>>);
+
+/// What receives a tunnel end's events.
+type EventFn = dyn Fn(&TunnelEvent) + Send + Sync;
+
+impl TunnelEvents {
+    /// Events go to `f`.
+    pub fn to(f: impl Fn(&TunnelEvent) + Send + Sync + 'static) -> Self {
+        TunnelEvents(Some(Arc::new(f)))
+    }
+
+    fn emit(&self, e: TunnelEvent) {
+        if let Some(f) = &self.0 {
+            f(&e);
+        }
+    }
+}
+
+impl std::fmt::Debug for TunnelEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "TunnelEvents(..)"
+        } else {
+            "TunnelEvents(none)"
+        })
+    }
+}
+
+/// Counters of a tunnel end, and where its events go.
 #[derive(Debug, Default)]
 pub struct TunnelStats {
     /// TCP connections forwarded.
@@ -37,6 +88,8 @@ pub struct TunnelStats {
     pub udp_flows: AtomicU64,
     /// Forwarded connections that ended with an error.
     pub failures: AtomicU64,
+    /// Where events go.
+    pub events: TunnelEvents,
 }
 
 /// Tunnel server: accepts tcpfec streams on `endpoint` and connects each to `target`.
@@ -48,7 +101,7 @@ pub async fn serve(endpoint: Arc<Endpoint>, target: String, stats: Arc<TunnelSta
             let r = match stream.read_u8().await {
                 Ok(KIND_TCP) => {
                     stats.tcp_connections.fetch_add(1, Ordering::Relaxed);
-                    serve_tcp(stream, &target).await
+                    serve_tcp(stream, &target, &stats.events).await
                 }
                 Ok(KIND_UDP) => {
                     stats.udp_flows.fetch_add(1, Ordering::Relaxed);
@@ -66,12 +119,15 @@ pub async fn serve(endpoint: Arc<Endpoint>, target: String, stats: Arc<TunnelSta
     }
 }
 
-async fn serve_tcp(mut stream: Stream, target: &str) -> io::Result<()> {
+async fn serve_tcp(mut stream: Stream, target: &str, events: &TunnelEvents) -> io::Result<()> {
     let peer = stream.peer_addr();
     let mut tcp = match TcpStream::connect(target).await {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("tunnel: connection from {peer}: cannot reach {target}: {e}");
+            events.emit(TunnelEvent::Failed {
+                connection: format!("connection from {peer}"),
+                error: format!("cannot reach {target}: {e}"),
+            });
             stream.close_with(CloseCode::TargetUnreachable, &e.to_string());
             return Err(e);
         }
@@ -82,7 +138,8 @@ async fn serve_tcp(mut stream: Stream, target: &str) -> io::Result<()> {
         r,
         tcp,
         &stream,
-        &format!("connection from {peer} to {target}"),
+        format!("connection from {peer} to {target}"),
+        events,
     )
 }
 
@@ -93,23 +150,25 @@ fn end_forwarding(
     r: io::Result<(u64, u64)>,
     tcp: TcpStream,
     stream: &Stream,
-    what: &str,
+    connection: String,
+    events: &TunnelEvents,
 ) -> io::Result<()> {
     let Err(e) = r else {
         return Ok(());
     };
-    match stream.error() {
+    let error = match stream.error() {
         // The tunnel side failed (peer gone, closed with a reason, reset): reset TCP.
         Some(ne) => {
-            eprintln!("tunnel: {what}: {ne}; resetting the TCP connection");
             reset(tcp);
+            format!("{ne}; resetting the TCP connection")
         }
         // The TCP side failed (reset by its peer): tell the tunnel peer why.
         None => {
-            eprintln!("tunnel: {what}: TCP side failed: {e}");
             stream.close_with(CloseCode::TargetReset, &e.to_string());
+            format!("TCP side failed: {e}")
         }
-    }
+    };
+    events.emit(TunnelEvent::Failed { connection, error });
     Err(e)
 }
 
@@ -197,9 +256,10 @@ pub async fn client_tcp(
             let mut s = match endpoint.connect(server).await {
                 Ok(s) => s,
                 Err(e) => {
-                    eprintln!(
-                        "tunnel: connection from {from}: cannot reach the tunnel server: {e}"
-                    );
+                    stats.events.emit(TunnelEvent::Failed {
+                        connection: format!("connection from {from}"),
+                        error: format!("cannot reach the tunnel server: {e}"),
+                    });
                     stats.failures.fetch_add(1, Ordering::Relaxed);
                     reset(tcp);
                     return;
@@ -209,7 +269,8 @@ pub async fn client_tcp(
                 Ok(()) => tokio::io::copy_bidirectional(&mut tcp, &mut s).await,
                 Err(e) => Err(e),
             };
-            if end_forwarding(r, tcp, &s, &format!("connection from {from}")).is_err() {
+            let connection = format!("connection from {from}");
+            if end_forwarding(r, tcp, &s, connection, &stats.events).is_err() {
                 stats.failures.fetch_add(1, Ordering::Relaxed);
             }
         });

@@ -263,7 +263,7 @@ async fn a_replayed_token_opens_no_second_connection() {
         let before = srv.stats();
         assert_eq!(before.handshakes_accepted, 1);
         inject.send(&initial).await.unwrap();
-        while srv.stats().token_reused == 0 {
+        while srv.stats().initial_replayed == 0 {
             tokio::task::yield_now().await;
         }
         let after = srv.stats();
@@ -362,6 +362,7 @@ async fn replays_and_forgeries_from_a_new_address_do_not_move_the_connection() {
 /// captured one would look: it opens a connection whose client never answers.
 fn genuine_initial(key: &Psk, id: u32) -> Vec<u8> {
     let params = tcpfec_net::params::ClientParams {
+        sent_at_ms: tcpfec_net::first_message::wall_clock_ms(),
         send: tcpfec_proto::Scheme::parse("sack").unwrap(),
         want: None,
         opening: tcpfec_net::params::Opening {
@@ -371,10 +372,8 @@ fn genuine_initial(key: &Psk, id: u32) -> Vec<u8> {
         },
     }
     .encode();
-    let mut h = tcpfec_net::crypto::initiator(key, Cipher::preferred());
-    let mut m = vec![0u8; 1024];
-    let n = h.write_message(&params, &mut m).unwrap();
-    tcpfec_net::envelope::initial(true, Cipher::preferred(), id, &[], &m[..n])
+    let (m, _) = tcpfec_net::crypto::first_message(key, Cipher::preferred(), &params);
+    tcpfec_net::envelope::initial(true, Cipher::preferred(), id, &[], &m)
 }
 
 /// Without a cookie round the server answers a first Initial with the handshake, but it
@@ -428,4 +427,128 @@ async fn unproven_clients_get_bounded_answers_and_a_busy_server_asks_for_cookies
     })
     .await
     .unwrap();
+}
+
+/// The review's attack: one genuine first Initial, recorded on the path, replayed from many
+/// new source ports, each Retry answered with the same message and the fresh token. No
+/// key is needed for that, only the ability to receive at one's own address. The copies
+/// open no connection (before, each did, up to the idle timeout), the server sends them no
+/// handshake answer, and it holds no state for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_first_message_replayed_from_new_addresses_opens_nothing() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let cfg = config(Some(Psk::generate()), "sack");
+        let srv = Arc::new(server(cfg.clone()).await);
+        let addr = srv.local_addr().unwrap();
+        let (entry, _inject, mut tap) = tapping_proxy(addr).await;
+        let s2 = srv.clone();
+        let echo = tokio::spawn(async move {
+            let mut s = s2.accept().await.unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).await.unwrap();
+        });
+        let cli = client(cfg).await;
+        let mut s = cli.connect(entry).await.unwrap();
+        s.write_all(b"genuine").await.unwrap();
+        s.shutdown().await.unwrap();
+        echo.await.unwrap();
+        let recorded = loop {
+            let d = tap.recv().await.unwrap();
+            if let Some(tcpfec_net::envelope::Envelope::Initial { .. }) =
+                tcpfec_net::envelope::parse(&d)
+            {
+                break d;
+            }
+        };
+        assert_eq!(srv.stats().handshakes_accepted, 1);
+        const COPIES: usize = 200;
+        // All copies at once, each from its own port, as a flood would come.
+        let copies = (0..COPIES).map(|_| {
+            let recorded = recorded.clone();
+            tokio::spawn(async move { replay_from_a_new_port(&recorded, addr).await })
+        });
+        let mut handshake_answers = 0;
+        for c in copies.collect::<Vec<_>>() {
+            handshake_answers += c.await.unwrap() as usize;
+        }
+        let st = srv.stats();
+        assert_eq!(handshake_answers, 0, "copies drew handshake answers");
+        assert_eq!(st.handshakes_accepted, 1, "copies opened connections");
+        assert_eq!(st.initial_replayed, COPIES as u64, "{st:?}");
+        drop(s);
+        assert!(cli.wait_idle(Duration::from_secs(5)).await);
+        assert!(
+            srv.wait_idle(Duration::from_secs(5)).await,
+            "the server holds connections for the copies"
+        );
+    })
+    .await
+    .unwrap();
+}
+
+/// A first Initial altered on the way (the cipher flag flipped) is refused as damaged, not
+/// as a wrong key: the key check in front of Noise message 1 tells the two apart. One
+/// under another key is still a wrong key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampered_handshake_is_reported_as_damaged_not_as_a_wrong_key() {
+    use tcpfec_net::envelope::{parse, Envelope, RejectReason};
+    tokio::time::timeout(Duration::from_secs(30), async {
+        let key = Psk::generate();
+        let srv = server(config(Some(key.clone()), "sack")).await;
+        let addr = srv.local_addr().unwrap();
+        let sock = UdpSocket::bind(any()).await.unwrap();
+        let mut buf = vec![0u8; 2048];
+        let mut reasons = Vec::new();
+        let mut flipped = genuine_initial(&key, 1);
+        flipped[2] ^= 2; // AES-GCM <-> ChaCha20-Poly1305
+        for initial in [flipped, genuine_initial(&Psk::generate(), 2)] {
+            sock.send_to(&initial, addr).await.unwrap();
+            let n = sock.recv(&mut buf).await.unwrap();
+            reasons.push(match parse(&buf[..n]) {
+                Some(Envelope::Reject { reason, .. }) => Some(reason),
+                _ => None,
+            });
+        }
+        assert_eq!(
+            reasons,
+            [Some(RejectReason::Damaged), Some(RejectReason::BadKey)]
+        );
+        assert!(NetError::Damaged.to_string().contains("damaged or altered"));
+    })
+    .await
+    .unwrap();
+}
+
+/// Sends `recorded` from a fresh socket and answers a Retry with the same message and the
+/// fresh token; true if the server answered with a handshake.
+async fn replay_from_a_new_port(recorded: &[u8], server: SocketAddr) -> bool {
+    use tcpfec_net::envelope::{initial, parse, Envelope};
+    let Some(Envelope::Initial {
+        secure,
+        cipher,
+        payload,
+        ..
+    }) = parse(recorded)
+    else {
+        panic!("not an Initial")
+    };
+    let sock = UdpSocket::bind(any()).await.unwrap();
+    let mut buf = vec![0u8; 2048];
+    let wait = Duration::from_millis(300);
+    sock.send_to(recorded, server).await.unwrap();
+    let Ok(Ok(n)) = tokio::time::timeout(wait, sock.recv(&mut buf)).await else {
+        return false;
+    };
+    match parse(&buf[..n]) {
+        Some(Envelope::Handshake { .. }) => true,
+        Some(Envelope::Retry { client_id, token }) => {
+            let again = initial(secure, cipher, client_id, token, payload);
+            sock.send_to(&again, server).await.unwrap();
+            matches!(
+                tokio::time::timeout(wait, sock.recv(&mut buf)).await,
+                Ok(Ok(n)) if matches!(parse(&buf[..n]), Some(Envelope::Handshake { .. }))
+            )
+        }
+        _ => false,
+    }
 }

@@ -21,6 +21,9 @@ use tokio::sync::Notify;
 pub const MAX_STREAMS: u32 = 128;
 /// Longest test, seconds.
 pub const MAX_SECONDS: f64 = 86_400.0;
+/// Largest byte count a test may ask for (1 TiB: 88 s at 100 Gb/s; longer tests are
+/// asked for by time).
+pub const MAX_BYTES: u64 = 1 << 40;
 /// How long a test waits for its data connections.
 const GATHER: Duration = Duration::from_secs(10);
 
@@ -122,8 +125,11 @@ async fn on_connection(
     match first {
         Some(b'{') => control_connection(Box::new(r), peer, transport, pending, log).await,
         Some(b) if b == control::DATA_MAGIC[0] => {
+            // A partial header is timed out like a silent connection.
             let mut h = [0u8; DataHeader::LEN];
-            r.read_exact(&mut h).await?;
+            tokio::time::timeout(GATHER, r.read_exact(&mut h))
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "partial data header"))??;
             let h = DataHeader::decode(&h).ok_or_else(|| control::invalid("bad data header"))?;
             let mut tests = pending.tests.lock().expect("not poisoned");
             let slot = tests
@@ -156,9 +162,18 @@ async fn control_connection(
 ) -> io::Result<()> {
     let (ctl_r, mut ctl_w) = tokio::io::split(ctl);
     let mut ctl_r = control::Reader::new(ctl_r);
-    let hello = match ctl_r.next().await? {
-        Some(Message::Hello(h)) => h,
-        _ => return Err(control::invalid("expected hello")),
+    // A partial control line is timed out like a silent connection.
+    let hello = match tokio::time::timeout(GATHER, ctl_r.next()).await {
+        Err(_) => {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no complete hello within 10 s",
+            ))
+        }
+        Ok(read) => match read? {
+            Some(Message::Hello(h)) => h,
+            _ => return Err(control::invalid("expected hello")),
+        },
     };
     if let Err(reason) = check(&hello) {
         return Err(refuse(&mut ctl_w, io::ErrorKind::InvalidInput, reason).await);
@@ -291,6 +306,9 @@ fn check(h: &Hello) -> Result<(), String> {
     if h.streams == 0 || h.streams > MAX_STREAMS {
         return Err(format!("streams must be 1 to {MAX_STREAMS}"));
     }
+    if h.bytes.is_some_and(|b| b == 0 || b > MAX_BYTES) {
+        return Err(format!("bytes must be 1 to {MAX_BYTES} (1 TiB)"));
+    }
     if h.bytes.is_none() && !(h.seconds > 0.0 && h.seconds <= MAX_SECONDS) {
         return Err(format!("seconds must be above 0 and at most {MAX_SECONDS}"));
     }
@@ -331,4 +349,76 @@ fn check(h: &Hello) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// Connections that start a data header or a control line and stop are closed after
+    /// the same wait as silent ones, not held until the client goes. Time is paused: the
+    /// waits pass as soon as nothing else can happen.
+    #[tokio::test(start_paused = true)]
+    async fn partial_headers_and_control_lines_time_out_like_silent_connections() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let f = failures.clone();
+        let log: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |e| {
+            if let Event::Failed { error, .. } = e {
+                f.lock().unwrap().push(error);
+            }
+        });
+        tokio::spawn(serve(None, Some(listener), log));
+        let start = tokio::time::Instant::now();
+        let mut held = Vec::new();
+        for opening in [&control::DATA_MAGIC[..1], b"{\"hello\":".as_slice(), b""] {
+            let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+            c.write_all(opening).await.unwrap();
+            held.push(c);
+        }
+        for mut c in held {
+            let mut b = [0u8; 64];
+            // The server's close reads as the end of the stream (or a reset).
+            let closed = tokio::time::timeout(GATHER + Duration::from_secs(1), c.read(&mut b))
+                .await
+                .expect("closed within the wait");
+            assert_eq!(closed.unwrap_or(0), 0);
+        }
+        assert!(start.elapsed() <= GATHER + Duration::from_secs(1));
+        let mut errors = failures.lock().unwrap().clone();
+        errors.sort();
+        assert_eq!(
+            errors,
+            [
+                "no complete hello within 10 s",
+                "nothing sent",
+                "partial data header"
+            ]
+        );
+    }
+
+    #[test]
+    fn byte_counts_are_capped_like_durations() {
+        let mut h = Hello {
+            version: control::VERSION,
+            test_id: 7,
+            reverse: false,
+            seconds: 3.0,
+            bytes: None,
+            streams: 2,
+            interval: 1.0,
+            congestion: None,
+            pattern: Pattern::Bulk,
+            omit: 0.0,
+        };
+        assert_eq!(check(&h), Ok(()));
+        h.bytes = Some(u64::MAX);
+        assert!(check(&h).unwrap_err().contains("1 TiB"));
+        h.bytes = Some(0);
+        assert!(check(&h).is_err());
+        h.bytes = Some(MAX_BYTES);
+        assert_eq!(check(&h), Ok(()));
+    }
 }
