@@ -204,6 +204,14 @@ pub enum TunnelSide {
         /// Forward UDP datagrams too.
         #[arg(long)]
         udp: bool,
+        /// Most forwarded connections (TCP connections and UDP flows) carried at once;
+        /// beyond it a new one is closed with the reason, which its client reports. Each
+        /// may hold a few MiB while its target or client is slow
+        #[arg(long, default_value_t = tunnel::ServerLimits::default().max_connections, value_name = "N")]
+        max_connections: usize,
+        /// Most forwarded connections carried at once from one client IP address
+        #[arg(long, default_value_t = tunnel::ServerLimits::default().max_per_peer, value_name = "N")]
+        max_per_peer: usize,
         #[command(flatten)]
         threads: Threads,
         #[command(flatten)]
@@ -948,12 +956,16 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
         let mut signals = StopSignals::new()?;
         let json = side.json();
         let stats = Arc::new(TunnelStats {
-            events: tunnel::TunnelEvents::to(move |e| match e {
-                tunnel::TunnelEvent::Failed { connection, error } => say(
-                    json,
-                    json!({"event": "failed", "connection": connection, "error": error}),
-                    format_args!("{e}"),
-                ),
+            events: tunnel::TunnelEvents::to(move |e| {
+                let v = match e {
+                    tunnel::TunnelEvent::Failed { connection, error } => {
+                        json!({"event": "failed", "connection": connection, "error": error})
+                    }
+                    tunnel::TunnelEvent::Refused { connection, reason } => {
+                        json!({"event": "refused", "connection": connection, "reason": reason})
+                    }
+                };
+                say(json, v, format_args!("{e}"))
             }),
             ..TunnelStats::default()
         });
@@ -962,12 +974,21 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 listen,
                 to,
                 udp: _,
+                max_connections,
+                max_per_peer,
                 threads: _,
                 security,
                 validation,
                 scheme: sch,
                 report,
             } => {
+                if max_connections == 0 || max_per_peer == 0 {
+                    return Err("--max-connections and --max-per-peer: give at least 1".into());
+                }
+                let limits = tunnel::ServerLimits {
+                    max_connections,
+                    max_per_peer,
+                };
                 let mut cfg =
                     endpoint_config(security.key()?, scheme("--scheme", &sch, false)?, &report)?;
                 validation.apply(&mut cfg);
@@ -988,7 +1009,7 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 // UDP flows arrive as their own stream kind; --udp on the server only
                 // documents intent, the client decides what it forwards.
                 let stop = tokio::select! {
-                    _ = tunnel::serve(ep.clone(), to, stats.clone()) => None,
+                    _ = tunnel::serve_within(ep.clone(), to, limits, stats.clone()) => None,
                     stop = signals.next(&ep) => Some(stop),
                 };
                 if report.stats || report.json {
@@ -1073,6 +1094,8 @@ fn tunnel_json(e: &EndpointStats, t: &TunnelStats) -> Value {
         "tcp_connections": t.tcp_connections.load(Ordering::Relaxed),
         "udp_flows": t.udp_flows.load(Ordering::Relaxed),
         "failures": t.failures.load(Ordering::Relaxed),
+        "refused": t.refused.load(Ordering::Relaxed),
+        "active": t.active.load(Ordering::Relaxed),
         "endpoint": endpoint_json(e),
     })
 }

@@ -28,6 +28,10 @@ pub const MAX_ENGINE_PACKET: usize =
 /// before, the MSS was 1316.
 pub const DEFAULT_MSS: u16 = 1350;
 
+/// The receive window a connection starts with, bytes (it auto-tunes up to the engine's
+/// `recv_window`).
+pub const RECV_WINDOW_INITIAL: u32 = 2 << 20;
+
 /// Longest retransmission timeout over real networks (see `EndpointConfig::new`).
 pub const MAX_RTO: Duration = Duration::from_secs(3);
 
@@ -78,12 +82,21 @@ impl EndpointConfig {
                 // A 200 ms floor on the variance term is what Linux effectively applies
                 // (its minimum RTO bounds the RTTVAR term, not the sum).
                 clock_granularity: Duration::from_millis(200),
-                // Back off no further than 3 s: after an outage (a blackout, a relay
-                // restart) the next retransmission, and with it the transfer, resumes
-                // within 3 s of the path's return instead of up to a minute later. Liveness
-                // is the idle timeout's job, not the RTO's.
+                // Back off no further than 3 s (or the RTO the path's RTT asks for, if
+                // longer): after an outage (a blackout, a relay restart) the next
+                // retransmission, and with it the transfer, resumes within 3 s of the
+                // path's return instead of up to a minute later. Liveness is the idle
+                // timeout's job, not the RTO's.
                 max_rto: MAX_RTO,
+                // An outage costs one reduction, not one per backed-off timeout: the flow
+                // regrows towards its old window once the path is back (RFC 5681 §3.1).
+                hold_on_repeated_timeout: true,
                 max_packet_len: Some(MAX_ENGINE_PACKET),
+                // The receive window starts at 2 MiB and grows with what the application
+                // reads per round trip, up to the 64 MiB buffer: a fast path gets the
+                // whole buffer within a few round trips, and a reader that stops (a
+                // tunnel target that does not read) holds 2 MiB, not 64.
+                recv_window_initial: Some(RECV_WINDOW_INITIAL),
                 ..Config::default()
             },
             path_cache: None,

@@ -44,6 +44,9 @@ pub(crate) enum Phase {
         payload: Vec<u8>,
         /// When the latest Initial left (with `tries == 1`, the answer is an RTT sample).
         sent: Instant,
+        /// When the first Initial with the current token left: with more tries, the time
+        /// since is an upper bound on the round trip.
+        first_sent: Instant,
         /// Initials sent with the current token.
         tries: u32,
         /// When to resend.
@@ -238,13 +241,27 @@ impl Conn {
         payload: &[u8],
     ) -> bool {
         let Phase::Hello {
-            hs, tries, sent, ..
+            hs,
+            tries,
+            sent,
+            first_sent,
+            ..
         } = &mut self.phase
         else {
             return true; // a repeated answer after we opened: harmless
         };
-        // Karn's rule: only an answer to the one Initial sent is an RTT sample.
-        let rtt = (*tries == 1).then(|| now.saturating_since(*sent));
+        // Karn's rule: only an answer to the one Initial sent is an RTT sample. After
+        // several, the time since the first is an upper bound on the round trip, and it
+        // seeds the engine's RTT: a path slower than the Initials' 0.5 s repeat (a
+        // satellite hop) would otherwise start from the 1 s initial RTO and retransmit
+        // its first flight before the first ACK could return (RFC 6298 §5.7 raises the
+        // RTO to 3 s for the same reason). An overestimate only makes the first timeouts
+        // late until real samples arrive, one round trip later.
+        let rtt = Some(if *tries == 1 {
+            now.saturating_since(*sent)
+        } else {
+            now.saturating_since(*first_sent)
+        });
         let mut plain = [0u8; 1024];
         let (params, sealer) = match hs.take() {
             Some(mut h) => match h.read_message(payload, &mut plain) {
@@ -479,6 +496,7 @@ impl Conn {
                 deadline,
                 cookie_seen,
                 sent,
+                first_sent,
                 ..
             } => {
                 if now >= *deadline {
@@ -492,6 +510,9 @@ impl Conn {
                 }
                 let send = if now >= *next {
                     *next = now + HELLO_RTO * (1 << (*tries).min(4));
+                    if *tries == 0 {
+                        *first_sent = now;
+                    }
                     *tries += 1;
                     *sent = now;
                     *copy_at = Some(now + INITIAL_COPY_AFTER);

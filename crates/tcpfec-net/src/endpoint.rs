@@ -171,6 +171,7 @@ impl Endpoint {
                 initial,
                 payload,
                 sent: now,
+                first_sent: now,
                 tries: 0,
                 next: now,
                 copy_at: None,
@@ -452,6 +453,7 @@ fn poll_all(shared: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
             dead.push(id);
         }
     }
+    let closed = !dead.is_empty();
     for id in dead {
         if let Some(c) = st.conns.remove(&id) {
             c.save_path(&shared.cfg);
@@ -460,6 +462,9 @@ fn poll_all(shared: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
                 st.unvalidated -= 1;
             }
         }
+    }
+    if closed {
+        crate::memory::release_freed(now);
     }
     next
 }

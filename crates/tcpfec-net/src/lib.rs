@@ -23,6 +23,7 @@ pub mod gro;
 mod gso;
 pub mod key;
 pub mod link;
+mod memory;
 pub mod pacer;
 pub mod params;
 pub mod path_cache;

@@ -49,7 +49,7 @@ impl Opening {
     pub fn of(cfg: &tcpfec_proto::Config) -> Self {
         Opening {
             mss: cfg.mss,
-            window: cfg.recv_window,
+            window: cfg.initial_recv_window(),
             sack: cfg.scheme.uses_sack(),
         }
     }

@@ -15,9 +15,9 @@ use crate::endpoint::Endpoint;
 use crate::stream::Stream;
 use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::mpsc;
@@ -38,12 +38,22 @@ pub enum TunnelEvent {
         /// What went wrong, and what was done about it.
         error: String,
     },
+    /// A server refused a connection: it carries its limit ([`ServerLimits`]).
+    Refused {
+        /// Which connection: "connection from ADDR".
+        connection: String,
+        /// Which limit.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for TunnelEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             TunnelEvent::Failed { connection, error } => write!(f, "tunnel: {connection}: {error}"),
+            TunnelEvent::Refused { connection, reason } => {
+                write!(f, "tunnel: {connection} refused: {reason}")
+            }
         }
     }
 }
@@ -88,16 +98,126 @@ pub struct TunnelStats {
     pub udp_flows: AtomicU64,
     /// Forwarded connections that ended with an error.
     pub failures: AtomicU64,
+    /// Connections refused because the server carried its limit ([`ServerLimits`]).
+    pub refused: AtomicU64,
+    /// Server: forwarded connections carried now.
+    pub active: AtomicU64,
     /// Where events go.
     pub events: TunnelEvents,
 }
 
-/// Tunnel server: accepts tcpfec streams on `endpoint` and connects each to `target`.
+/// How many forwarded connections (TCP connections and UDP flows) a tunnel server carries
+/// at once. Each may hold its receive window (2 MiB, more on a fast path whose target
+/// keeps up) and its send buffer (4 MiB) while its target or client is slow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Over all clients.
+    pub max_connections: usize,
+    /// From one client IP address.
+    pub max_per_peer: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_connections: 2048,
+            max_per_peer: 512,
+        }
+    }
+}
+
+/// The connections a tunnel server carries now, in all and per client address.
+#[derive(Default)]
+struct Active {
+    total: usize,
+    per_peer: HashMap<IpAddr, usize>,
+}
+
+/// One admitted connection: counted until dropped.
+struct Admitted {
+    active: Arc<Mutex<Active>>,
+    stats: Arc<TunnelStats>,
+    peer: IpAddr,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut a = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        a.total -= 1;
+        self.stats.active.store(a.total as u64, Ordering::Relaxed);
+        if let Some(n) = a.per_peer.get_mut(&self.peer) {
+            *n -= 1;
+            if *n == 0 {
+                a.per_peer.remove(&self.peer);
+            }
+        }
+    }
+}
+
+/// Counts a new connection from `peer` in, or says which limit it would pass.
+fn admit(
+    active: &Arc<Mutex<Active>>,
+    stats: &Arc<TunnelStats>,
+    limits: ServerLimits,
+    peer: IpAddr,
+) -> Result<Admitted, String> {
+    let mut a = active.lock().unwrap_or_else(|p| p.into_inner());
+    if a.total >= limits.max_connections {
+        return Err(format!(
+            "the tunnel server carries its limit of {} connections",
+            limits.max_connections
+        ));
+    }
+    let mine = a.per_peer.entry(peer).or_insert(0);
+    if *mine >= limits.max_per_peer {
+        return Err(format!(
+            "the tunnel server carries its limit of {} connections from {peer}",
+            limits.max_per_peer
+        ));
+    }
+    *mine += 1;
+    a.total += 1;
+    stats.active.store(a.total as u64, Ordering::Relaxed);
+    Ok(Admitted {
+        active: active.clone(),
+        stats: stats.clone(),
+        peer,
+    })
+}
+
+/// Tunnel server: accepts tcpfec streams on `endpoint` and connects each to `target`,
+/// within the default [`ServerLimits`].
 pub async fn serve(endpoint: Arc<Endpoint>, target: String, stats: Arc<TunnelStats>) {
+    serve_within(endpoint, target, ServerLimits::default(), stats).await
+}
+
+/// [`serve`] within `limits`: a connection beyond them is closed at once with the reason
+/// (its client reports it) and a [`TunnelEvent::Refused`].
+pub async fn serve_within(
+    endpoint: Arc<Endpoint>,
+    target: String,
+    limits: ServerLimits,
+    stats: Arc<TunnelStats>,
+) {
+    let active = Arc::new(Mutex::new(Active::default()));
     while let Some(mut stream) = endpoint.accept().await {
+        let peer = stream.peer_addr();
+        let admitted = match admit(&active, &stats, limits, peer.ip()) {
+            Ok(a) => a,
+            Err(reason) => {
+                stats.refused.fetch_add(1, Ordering::Relaxed);
+                stream.close_with(CloseCode::Application, &reason);
+                stats.events.emit(TunnelEvent::Refused {
+                    connection: format!("connection from {peer}"),
+                    reason,
+                });
+                continue;
+            }
+        };
         let target = target.clone();
         let stats = stats.clone();
         tokio::spawn(async move {
+            let _admitted = admitted;
             let r = match stream.read_u8().await {
                 Ok(KIND_TCP) => {
                     stats.tcp_connections.fetch_add(1, Ordering::Relaxed);

@@ -6,7 +6,7 @@ mod common;
 use common::{any, client, config, data, server};
 use std::sync::Arc;
 use std::time::Duration;
-use tcpfec_net::tunnel::{self, TunnelStats};
+use tcpfec_net::tunnel::{self, ServerLimits, TunnelEvent, TunnelEvents, TunnelStats};
 use tcpfec_net::{Psk, DEFAULT_SCHEME};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -125,11 +125,25 @@ async fn twenty_tcp_connections_and_udp_echo() {
 /// A tunnel from a fresh local listener to `target`; returns the local entry address and
 /// the server's counters.
 async fn tunnel_to(target: std::net::SocketAddr) -> (std::net::SocketAddr, Arc<TunnelStats>) {
+    tunnel_within(target, ServerLimits::default(), TunnelStats::default()).await
+}
+
+/// [`tunnel_to`] with a server within `limits` counting into `sstats`.
+async fn tunnel_within(
+    target: std::net::SocketAddr,
+    limits: ServerLimits,
+    sstats: TunnelStats,
+) -> (std::net::SocketAddr, Arc<TunnelStats>) {
     let cfg = config(Some(Psk::generate()), "sack");
     let srv = Arc::new(server(cfg.clone()).await);
     let srv_addr = srv.local_addr().unwrap();
-    let sstats = Arc::new(TunnelStats::default());
-    tokio::spawn(tunnel::serve(srv, target.to_string(), sstats.clone()));
+    let sstats = Arc::new(sstats);
+    tokio::spawn(tunnel::serve_within(
+        srv,
+        target.to_string(),
+        limits,
+        sstats.clone(),
+    ));
     let cli = Arc::new(client(cfg).await);
     let listener = TcpListener::bind(any()).await.unwrap();
     let entry = listener.local_addr().unwrap();
@@ -211,4 +225,58 @@ async fn a_refusing_or_resetting_target_resets_the_local_connection() {
     })
     .await
     .expect("in time");
+}
+
+/// A server at its connection limit closes a new connection with the reason and tells its
+/// operator; the client's application sees a reset; once a connection ends there is room
+/// again. The per-client limit counts connections from one IP address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_at_its_limit_refuses_with_a_reason_and_makes_room_when_one_ends() {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let e2 = events.clone();
+        let stats = TunnelStats {
+            events: TunnelEvents::to(move |e| e2.lock().unwrap().push(e.clone())),
+            ..TunnelStats::default()
+        };
+        let limits = ServerLimits {
+            max_connections: 8,
+            max_per_peer: 2,
+        };
+        let (entry, sstats) = tunnel_within(tcp_echo().await, limits, stats).await;
+        let mut open = Vec::new();
+        for i in 0..2u8 {
+            let mut s = TcpStream::connect(entry).await.unwrap();
+            s.write_all(&[i]).await.unwrap();
+            let mut b = [0u8; 1];
+            s.read_exact(&mut b).await.unwrap();
+            assert_eq!(b[0], i);
+            open.push(s);
+        }
+        let mut third = TcpStream::connect(entry).await.unwrap();
+        let _ = third.write_all(b"x").await;
+        assert_eq!(read_end(&mut third).await, Err(std::io::ErrorKind::ConnectionReset));
+        assert_eq!(sstats.refused.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let refused = events.lock().unwrap().clone();
+        assert!(
+            matches!(&refused[..], [TunnelEvent::Refused { reason, .. }] if reason.contains("limit of 2 connections from 127.0.0.1")),
+            "{refused:?}"
+        );
+        // One ends: the next gets through.
+        let mut first = open.remove(0);
+        first.shutdown().await.unwrap();
+        assert_eq!(read_end(&mut first).await, Ok(vec![]));
+        // The server frees the slot when it has seen the end too.
+        while sstats.active.load(std::sync::atomic::Ordering::Relaxed) > 1 {
+            tokio::task::yield_now().await;
+        }
+        let mut s = TcpStream::connect(entry).await.unwrap();
+        s.write_all(b"y").await.unwrap();
+        let mut b = [0u8; 1];
+        s.read_exact(&mut b).await.unwrap();
+        let again = Some(b[0]);
+        assert_eq!(again, Some(b'y'));
+    })
+    .await
+    .unwrap();
 }

@@ -191,8 +191,19 @@ pub struct Config {
     /// the queue overflows; other controllers ignore it. Off by default (RFC 9438's plain
     /// slow start).
     pub hystart: bool,
+    /// A timeout whose retransmission was itself lost (the timer had backed off: an
+    /// outage) keeps the slow-start threshold and what a path model saved, as RFC 5681
+    /// §3.1 and Linux hold them, so the flow regrows towards its old window once the path
+    /// returns. Off by default (ns-2 reduces again at every timeout).
+    pub hold_on_repeated_timeout: bool,
     /// Receive buffer, bytes: the largest window this side advertises.
     pub recv_window: u32,
+    /// Receive-window auto-tuning: the window starts at this many bytes and doubles, up
+    /// to `recv_window`, each time the sender fills it while the application keeps up
+    /// with what arrives (as Linux tunes its receive buffer). A reader that stops reading
+    /// then holds at most the window it has grown to, not the whole receive buffer.
+    /// `None` (the default) advertises `recv_window` from the start.
+    pub recv_window_initial: Option<u32>,
     /// Send buffer, bytes: how much unacknowledged plus unsent data `write` accepts.
     pub send_buffer: usize,
     /// Duplicate ACKs (or SACKed segments above a hole) that signal a loss.
@@ -233,7 +244,9 @@ impl Default for Config {
             byte_counting: false,
             rack: false,
             hystart: false,
+            hold_on_repeated_timeout: false,
             recv_window: 64 << 20,
+            recv_window_initial: None,
             send_buffer: 4 << 20,
             dupthresh: 3,
             max_sack_blocks: 3,
@@ -244,6 +257,14 @@ impl Default for Config {
             max_packet_len: None,
             resume: None,
         }
+    }
+}
+
+impl Config {
+    /// The receive window advertised at the start (see `recv_window_initial`).
+    pub fn initial_recv_window(&self) -> u32 {
+        self.recv_window_initial
+            .map_or(self.recv_window, |w| w.min(self.recv_window))
     }
 }
 

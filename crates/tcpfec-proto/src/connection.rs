@@ -68,6 +68,11 @@ pub struct Connection {
     handshake_deadline: Option<Instant>,
     handshake_tries: u32,
     peer_syn_ts: u32,
+    /// With receive-window auto-tuning: the peer's latest timestamp, echoed on every
+    /// packet (RFC 7323 echoes it from any segment), so that the peer measures its
+    /// receive-side round trip on our data even when it sends nothing but ACKs. Without
+    /// auto-tuning only data segments' timestamps are echoed (the papers' engine).
+    peer_ts_latest: Option<u32>,
     linger_deadline: Option<Instant>,
     error: Option<ConnError>,
     partial_read: Option<Bytes>,
@@ -94,7 +99,12 @@ impl Connection {
     fn new(cfg: Config, state: State) -> Self {
         Connection {
             sender: Sender::new(&cfg),
-            receiver: Receiver::new(cfg.recv_window, cfg.delayed_ack, cfg.delayed_ack_timeout),
+            receiver: Receiver::new(
+                cfg.initial_recv_window(),
+                cfg.delayed_ack,
+                cfg.delayed_ack_timeout,
+            )
+            .with_window_growth(cfg.recv_window),
             cfg,
             state,
             peer_conn_id: 0,
@@ -103,6 +113,7 @@ impl Connection {
             handshake_deadline: None,
             handshake_tries: 0,
             peer_syn_ts: 0,
+            peer_ts_latest: None,
             linger_deadline: None,
             error: None,
             partial_read: None,
@@ -232,6 +243,12 @@ impl Connection {
         n
     }
 
+    /// The receive buffer in use, bytes: the most this side holds for the application
+    /// (grows with `Config::recv_window_initial`'s auto-tuning).
+    pub fn receive_buffer(&self) -> u32 {
+        self.receiver.window_limit()
+    }
+
     /// Bytes ready to read.
     pub fn readable(&self) -> usize {
         self.receiver.readable() + self.partial_read.as_ref().map_or(0, |b| b.len())
@@ -336,6 +353,9 @@ impl Connection {
     }
 
     fn on_established_packet(&mut self, now: Instant, p: Packet) {
+        if self.cfg.recv_window_initial.is_some() && p.ts_val != 0 {
+            self.peer_ts_latest = Some(p.ts_val);
+        }
         if let Some(n) = p.number {
             self.receiver.on_numbered(now, n, p.ts_val);
         }
@@ -365,6 +385,9 @@ impl Connection {
         if occupies {
             let fin = p.flags.contains(Flags::FIN);
             let cwr = p.flags.contains(Flags::CWR);
+            if !p.payload.is_empty() {
+                self.receiver.on_echo(now, p.ts_ecr);
+            }
             self.receiver
                 .on_segment(now, p.seg, p.payload, fin, p.ts_val, cwr, p.fec);
         }
@@ -474,7 +497,7 @@ impl Connection {
             flags,
             seg: 0,
             ack: 0,
-            window: self.cfg.recv_window,
+            window: self.cfg.initial_recv_window(),
             ts_val: timestamp(now),
             ts_ecr: if server { self.peer_syn_ts } else { 0 },
             mss: Some(self.cfg.mss),
@@ -495,7 +518,7 @@ impl Connection {
             ack: a.ack,
             window: a.window,
             ts_val: timestamp(now),
-            ts_ecr: a.ts_ecr,
+            ts_ecr: self.peer_ts_latest.unwrap_or(a.ts_ecr),
             mss: None,
             sack: a.sack,
             fec: None,

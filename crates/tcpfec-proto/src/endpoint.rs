@@ -155,6 +155,11 @@ impl Endpoint {
         both!(self, c => c.is_closed())
     }
 
+    /// The receive buffer in use, bytes (see `Connection::receive_buffer`).
+    pub fn receive_buffer(&self) -> u32 {
+        both!(self, c => c.receive_buffer())
+    }
+
     /// Received bytes ready to read.
     pub fn readable(&self) -> usize {
         both!(self, c => c.readable())

@@ -156,6 +156,11 @@ impl Fectcp {
         self.closed
     }
 
+    /// The receive buffer, bytes (FECTCP does not auto-tune it).
+    pub fn receive_buffer(&self) -> u32 {
+        self.cfg.recv_window
+    }
+
     /// Bytes of rebuilt blocks not read yet.
     pub fn readable(&self) -> usize {
         self.delivered.iter().map(|b| b.len()).sum()

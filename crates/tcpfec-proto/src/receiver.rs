@@ -86,7 +86,10 @@ pub(crate) struct Receiver {
     ready: VecDeque<Bytes>,
     ready_bytes: usize,
     fin_delivered: bool,
+    /// The receive buffer in use: the window advertised is what of it is free.
     window_limit: u32,
+    /// Receive-window auto-tuning, if on (`Config::recv_window_initial`).
+    growth: Option<WindowGrowth>,
     delayed_ack: bool,
     delayed_ack_timeout: Duration,
     unacked_in_order: u32,
@@ -105,6 +108,23 @@ pub(crate) struct Receiver {
     pub segments_received: u64,
     pub duplicate_segments: u64,
     pub bytes_delivered: u64,
+    /// Bytes the application has read.
+    bytes_read: u64,
+}
+
+/// State of receive-window auto-tuning (dynamic right-sizing).
+#[derive(Debug, Clone)]
+struct WindowGrowth {
+    /// The largest window, bytes.
+    max: u32,
+    /// Receive-side round trip, microseconds (from echoed timestamps).
+    rtt_us: Option<u64>,
+    /// Start of the current measurement.
+    since: Option<Instant>,
+    /// `bytes_read` at its start.
+    read_then: u64,
+    /// The most the application read in one round trip so far, bytes.
+    space: u64,
 }
 
 impl Receiver {
@@ -119,6 +139,7 @@ impl Receiver {
             ready_bytes: 0,
             fin_delivered: false,
             window_limit,
+            growth: None,
             delayed_ack,
             delayed_ack_timeout,
             unacked_in_order: 0,
@@ -134,7 +155,83 @@ impl Receiver {
             segments_received: 0,
             duplicate_segments: 0,
             bytes_delivered: 0,
+            bytes_read: 0,
         }
+    }
+
+    /// Lets the window grow up to `max` bytes by dynamic right-sizing, as Linux tunes
+    /// its receive buffer: once per receive-side round trip (measured by the timestamps
+    /// the sender echoes), the buffer becomes at least twice what the application read
+    /// in that round trip, up to six times while that amount is still growing (the
+    /// sender is in slow start). An application that stops reading reads nothing per round trip,
+    /// so the buffer stays where it is. Nothing changes if `max` is not above the
+    /// starting window.
+    pub fn with_window_growth(mut self, max: u32) -> Self {
+        if max > self.window_limit {
+            self.growth = Some(WindowGrowth {
+                max,
+                rtt_us: None,
+                since: None,
+                read_then: 0,
+                // From the first round trip on: a start at the window itself would wait
+                // until the application read that much in one round trip, and the
+                // window would limit the sender's slow start first.
+                space: 0,
+            });
+        }
+        self
+    }
+
+    /// The receive buffer now in use, bytes (grows with auto-tuning).
+    pub fn window_limit(&self) -> u32 {
+        self.window_limit
+    }
+
+    /// A data segment arrived at `now` echoing our timestamp `ts_ecr` (microseconds):
+    /// samples the round trip and, once per round trip, sizes the window to what the
+    /// application read.
+    pub fn on_echo(&mut self, now: Instant, ts_ecr: u32) {
+        let Some(g) = self.growth.as_mut() else {
+            return;
+        };
+        if ts_ecr == 0 {
+            return;
+        }
+        // The echo can be older than the round trip (an idle sender echoes the last
+        // ACK it had): take the minimum at once and larger samples slowly.
+        let sample = now.timestamp_micros().wrapping_sub(ts_ecr) as u64;
+        if sample > 60_000_000 {
+            return; // wrapped or absurd
+        }
+        let rtt = match g.rtt_us {
+            Some(r) if sample >= r => r - r / 8 + sample / 8,
+            _ => sample.max(1),
+        };
+        g.rtt_us = Some(rtt);
+        let Some(since) = g.since else {
+            g.since = Some(now);
+            g.read_then = self.bytes_read;
+            return;
+        };
+        if now.saturating_since(since).as_micros() < rtt as u128 {
+            return;
+        }
+        let read = self.bytes_read - g.read_then;
+        if read > g.space {
+            // Twice the round trip's reads, and up to three times more as fast as they
+            // grew (Linux's rule): a sender in slow start doubles its flight every
+            // round trip, and the measurement lags it by one.
+            let growth = if g.space == 0 {
+                1.0
+            } else {
+                ((read - g.space) as f64 / g.space as f64).min(1.0)
+            };
+            let want = (read as f64 * (2.0 + 4.0 * growth)).min(g.max as f64) as u32;
+            self.window_limit = self.window_limit.max(want);
+            g.space = read;
+        }
+        g.since = Some(now);
+        g.read_then = self.bytes_read;
     }
 
     pub fn enable_sack(&mut self, max_blocks: usize) {
@@ -495,6 +592,7 @@ impl Receiver {
     pub fn read_chunk(&mut self) -> Option<Bytes> {
         let b = self.ready.pop_front()?;
         self.ready_bytes -= b.len();
+        self.bytes_read += b.len() as u64;
         Some(b)
     }
 

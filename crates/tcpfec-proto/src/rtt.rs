@@ -2,6 +2,11 @@
 
 use core::time::Duration;
 
+/// The longest RTO, whatever the RTT: RFC 6298 (2.5) lets an implementation bound the
+/// RTO at 60 s or more. With a `max_rto` of 60 s (the simulator's) the RTO is clamped
+/// exactly as it always was.
+pub const RTO_CEILING: Duration = Duration::from_secs(60);
+
 /// Smoothed RTT, RTT variance and the RTO derived from them, with exponential back-off.
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
@@ -60,7 +65,11 @@ impl RttEstimator {
         }
     }
 
-    /// The current RTO including back-off, clamped to [min_rto, max_rto].
+    /// The current RTO: RFC 6298's from the RTT (at least `min_rto`), doubled per
+    /// back-off up to `max_rto`. The cap bounds the back-off, not the RTO the path's own
+    /// RTT asks for: on a path whose RTT exceeds the cap (a satellite hop behind a deep
+    /// queue) a capped RTO would fire before any ACK could arrive. That RTO is bounded
+    /// only by [`RTO_CEILING`], so extreme variance cannot stall a flow for longer.
     pub fn rto(&self) -> Duration {
         let base = match self.srtt {
             None => self.initial_rto,
@@ -68,7 +77,12 @@ impl RttEstimator {
         };
         let base = base.max(self.min_rto);
         let backed = base.saturating_mul(1u32 << self.backoff.min(16));
-        backed.min(self.max_rto)
+        backed.min(self.max_rto.max(base.min(RTO_CEILING)))
+    }
+
+    /// Timeouts since new data was last acknowledged (each doubled the RTO).
+    pub fn backoff(&self) -> u32 {
+        self.backoff
     }
 
     /// Doubles the RTO after a timeout (RFC 6298 §5.5).
@@ -128,6 +142,34 @@ mod tests {
         e.on_sample(Duration::from_millis(100));
         // RTO = 100 + 4 * 50 = 300 ms.
         assert_eq!(e.rto(), Duration::from_millis(300));
+    }
+
+    /// The cap bounds the back-off, never the path's own RTO: on a 5 s path with a 3 s
+    /// cap a timeout still waits for the ACK that can come; a fast path backs off to the
+    /// cap and no further; an RTO inflated past a minute is held at the ceiling.
+    #[test]
+    fn the_cap_bounds_only_the_back_off() {
+        let estimator = |rtt: Duration| {
+            let mut e = RttEstimator::new(
+                Duration::from_secs(1),
+                Duration::from_millis(200),
+                Duration::from_secs(3),
+                Duration::from_millis(200),
+            );
+            e.on_sample(rtt);
+            e
+        };
+        let mut slow = estimator(Duration::from_secs(5));
+        assert_eq!(slow.rto(), Duration::from_secs(15)); // 5 + 4 · 2.5
+        slow.back_off();
+        assert_eq!(slow.rto(), Duration::from_secs(15));
+        let mut fast = estimator(Duration::from_millis(100));
+        assert_eq!(fast.rto(), Duration::from_millis(300));
+        for _ in 0..5 {
+            fast.back_off();
+        }
+        assert_eq!(fast.rto(), Duration::from_secs(3));
+        assert_eq!(estimator(Duration::from_secs(100)).rto(), RTO_CEILING);
     }
 
     #[test]

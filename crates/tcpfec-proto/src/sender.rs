@@ -157,6 +157,8 @@ pub(crate) struct Sender {
     rack_in_recovery: bool,
     /// `Config::hystart`: the controller hears every ACK's RTT sample.
     hystart: bool,
+    /// `Config::hold_on_repeated_timeout`.
+    hold_on_repeated_timeout: bool,
     /// The RTT measured from the current ACK's timestamp echo.
     rtt_this_ack: Option<Duration>,
     /// Model-based controllers: retransmissions in send order, to find the lost ones.
@@ -295,6 +297,7 @@ impl Sender {
             rack: cfg.rack || models_path,
             rack_in_recovery: cfg.rack && cfg.scheme.fec.is_none(),
             hystart: cfg.hystart,
+            hold_on_repeated_timeout: cfg.hold_on_repeated_timeout,
             rtt_this_ack: None,
             retransmitted_order: VecDeque::new(),
             tlp: cfg.scheme.tail_loss_probe.then(TailLossProbe::default),
@@ -1598,8 +1601,12 @@ impl Sender {
             r.on_timeout();
         }
         self.on_unrepaired_loss(now);
-        let flight = self.flight_for_reduction();
-        self.cc.on_timeout(now, flight);
+        if self.hold_on_repeated_timeout && self.rtt.backoff() > 0 {
+            self.cc.on_repeated_timeout(now);
+        } else {
+            let flight = self.flight_for_reduction();
+            self.cc.on_timeout(now, flight);
+        }
         self.rtt.back_off();
         self.sb.mark_all_lost();
         self.retransmitted_order.clear();

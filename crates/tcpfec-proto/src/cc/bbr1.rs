@@ -320,6 +320,13 @@ impl CongestionControl for Bbr1 {
         self.cwnd = self.mss;
         self.publish();
     }
+    fn on_repeated_timeout(&mut self, _now: Instant) {
+        // The cwnd saved at the first timeout is what to restore once the path is back,
+        // not the one segment the outage left.
+        self.recovery.leave();
+        self.cwnd = self.mss;
+        self.publish();
+    }
     fn on_recovery_end(&mut self, _flight: usize) {
         self.recovery.leave();
         self.cwnd = self.cwnd.max(self.prior_cwnd);

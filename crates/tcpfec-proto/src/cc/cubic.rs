@@ -198,6 +198,16 @@ impl CongestionControl for Cubic {
         self.w.ssthresh = reduced(self.w.cwnd.round() as u64, BETA);
         self.w.cwnd = 1.0;
     }
+    fn on_repeated_timeout(&mut self, _now: Instant) {
+        // Slow start begins again (and HyStart with it) towards the ssthresh and W_max
+        // the first timeout set.
+        if let Some(h) = self.hystart.as_mut() {
+            h.found = false;
+            h.end_seq = None;
+        }
+        self.epoch_start = None;
+        self.w.cwnd = 1.0;
+    }
 }
 
 #[cfg(test)]

@@ -87,6 +87,14 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     fn on_congestion_event(&mut self, now: Instant, flight: u64);
     /// A retransmission timeout: ssthresh reduced, cwnd back to one segment.
     fn on_timeout(&mut self, now: Instant, flight: u64);
+    /// A timeout whose retransmission, sent at the previous timeout, was lost as well
+    /// (an outage): cwnd back to one segment, but what the first timeout left (ssthresh,
+    /// what a path model saved to restore) stays, as RFC 5681 §3.1 holds ssthresh across
+    /// a backed-off timer. `Config::hold_on_repeated_timeout` chooses this over
+    /// [`CongestionControl::on_timeout`].
+    fn on_repeated_timeout(&mut self, _now: Instant) {
+        self.window_mut().cwnd = 1.0;
+    }
     /// Sets cwnd to `w` and ssthresh to max(w, 2) (Sato's ECN-on-recovery reaction, S5).
     fn set_window_and_threshold(&mut self, w: f64) {
         let win = self.window_mut();
