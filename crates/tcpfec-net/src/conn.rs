@@ -619,6 +619,7 @@ impl Conn {
             match engine.error() {
                 Some(ConnError::Reset) => self.error = Some(NetError::Reset),
                 Some(ConnError::HandshakeTimeout) => self.error = Some(NetError::PeerTimeout(idle)),
+                Some(ConnError::BlockRefused) => self.error = Some(NetError::BlockRefused),
                 None => {}
             }
         }

@@ -32,6 +32,8 @@ pub enum NetError {
     PeerTimeout(Duration),
     /// The peer reset (aborted) the connection.
     Reset,
+    /// FECTCP: the receiver refused the block (larger than its receive window).
+    BlockRefused,
     /// The peer closed the connection with a reason (a control message).
     PeerClosed {
         /// Why.
@@ -89,6 +91,11 @@ impl std::fmt::Display for NetError {
                 d.as_secs_f64()
             ),
             NetError::Reset => write!(f, "the peer reset the connection"),
+            NetError::BlockRefused => write!(
+                f,
+                "the receiver refused the FECTCP block: FECTCP moves each direction as one block, which must fit the receiver's {} MiB receive window",
+                tcpfec_proto::Config::default().recv_window >> 20
+            ),
             NetError::PeerClosed { code, reason } => {
                 use crate::control::CloseCode as C;
                 let reason = crate::printable::printable(reason);
@@ -119,6 +126,7 @@ impl From<NetError> for std::io::Error {
             NetError::Damaged => K::InvalidData,
             NetError::ClockSkew => K::PermissionDenied,
             NetError::Reset | NetError::PeerClosed { .. } => K::ConnectionReset,
+            NetError::BlockRefused => K::InvalidInput,
             NetError::ClosedHere(_) => K::ConnectionAborted,
             NetError::EndpointClosed => K::NotConnected,
         };

@@ -49,7 +49,12 @@ impl Opening {
     pub fn of(cfg: &tcpfec_proto::Config) -> Self {
         Opening {
             mss: cfg.mss,
-            window: cfg.initial_recv_window(),
+            // FECTCP's receiver decodes a block as large as its whole buffer.
+            window: if cfg.scheme.fountain.is_some() {
+                cfg.recv_window
+            } else {
+                cfg.initial_recv_window()
+            },
             sack: cfg.scheme.uses_sack(),
         }
     }

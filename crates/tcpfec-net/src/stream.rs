@@ -195,6 +195,14 @@ impl AsyncWrite for Stream {
             return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
         }
         let cap = engine.write_capacity().min(buf.len());
+        if let (0, Some(limit)) = (cap, engine.full_block()) {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "FECTCP moves each direction as one block, at most {limit} bytes here (the receiver's window): this stream is longer"
+                ),
+            )));
+        }
         if cap == 0 {
             c.write_waker = Some(cx.waker().clone());
             return Poll::Pending;

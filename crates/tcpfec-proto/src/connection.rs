@@ -37,6 +37,10 @@ pub enum ConnError {
     Reset,
     /// No answer to the handshake after the configured number of attempts.
     HandshakeTimeout,
+    /// FECTCP: the receiver refused the block's parameters (a block larger than its
+    /// receive window, symbols too small to decode within it, or parameters it cannot
+    /// read) and reset the transfer.
+    BlockRefused,
 }
 
 impl core::fmt::Display for ConnError {
@@ -44,6 +48,10 @@ impl core::fmt::Display for ConnError {
         match self {
             ConnError::Reset => write!(f, "connection reset"),
             ConnError::HandshakeTimeout => write!(f, "handshake timed out: no answer from peer"),
+            ConnError::BlockRefused => write!(
+                f,
+                "the receiver refused the FECTCP block: it cannot decode it within its receive window"
+            ),
         }
     }
 }

@@ -45,7 +45,20 @@ impl Endpoint {
     /// established at once. FECTCP has no connection handshake of its own (each block
     /// transfer opens with its own BSYN), so it is the same as `client`/`server` there.
     pub fn established(cfg: Config, peer_scheme: &Scheme, peer: &PeerOpening) -> Self {
-        Self::for_scheme(cfg, |cfg| Connection::established(cfg, peer_scheme, peer))
+        let mut e = Self::for_scheme(cfg, |cfg| Connection::established(cfg, peer_scheme, peer));
+        if let Endpoint::Blocks(f) = &mut e {
+            f.set_peer_window(peer.window);
+        }
+        e
+    }
+
+    /// FECTCP: the size of the one block this direction carries, if the application has
+    /// filled it (more would never be taken).
+    pub fn full_block(&self) -> Option<u64> {
+        match self {
+            Endpoint::Blocks(f) if f.block_full() => Some(f.block_limit()),
+            _ => None,
+        }
     }
 
     /// FECTCP for a fountain scheme (it opens each block transfer itself, so every role
@@ -146,7 +159,7 @@ impl Endpoint {
     pub fn error(&self) -> Option<ConnError> {
         match self {
             Endpoint::Stream(c) => c.error(),
-            Endpoint::Blocks(_) => None,
+            Endpoint::Blocks(c) => c.error(),
         }
     }
 

@@ -14,6 +14,7 @@
 //! handed in and out by the driver; [`crate::Endpoint`] adds the byte-level entry points.
 
 use crate::config::{Config, FectcpParams};
+use crate::connection::ConnError;
 use crate::fec::fountain::{max_block, parameters, FountainDecoder, FountainEncoder};
 use crate::rtt::RttEstimator;
 use crate::stats::Stats;
@@ -23,11 +24,16 @@ use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
 
+/// The smallest symbol a full-size block may use, bytes: bounds the decoder's symbol
+/// count by the receive window (see `Fectcp::decoder_for`).
+const MIN_SYMBOL_BYTES: u64 = 256;
+
 /// The sending half: the block being transferred and the window.
 #[derive(Debug)]
 struct Sending {
     id: u32,
-    encoder: FountainEncoder,
+    /// `None` for the empty block that ends an empty stream (one FIN packet at a time).
+    encoder: Option<FountainEncoder>,
     next_symbol: u64,
     /// Symbols sent and not yet covered by an ACK: (number, send time), in send order.
     in_flight: VecDeque<(u64, Instant)>,
@@ -76,6 +82,12 @@ pub struct Fectcp {
     /// Both directions are done: keep answering (BACK) until then, then close.
     linger_until: Option<Instant>,
     closed: bool,
+    /// Why the transfer failed, if it did.
+    error: Option<ConnError>,
+    /// The receiver refused the current block's parameters: answer its symbols with RST.
+    refuse_due: bool,
+    /// The peer's receive window (from the handshake): blocks are no larger.
+    peer_window: Option<u32>,
     stats: Stats,
 }
 
@@ -111,6 +123,9 @@ impl Fectcp {
             finished: false,
             linger_until: None,
             closed: false,
+            error: None,
+            refuse_due: false,
+            peer_window: None,
             stats: Stats::default(),
         }
     }
@@ -122,13 +137,36 @@ impl Fectcp {
 
     // ----- application side -----
 
+    /// The peer's receive window, from the handshake: a block is no larger, as the
+    /// receiver refuses one that is.
+    pub fn set_peer_window(&mut self, window: u32) {
+        self.peer_window = Some(window);
+    }
+
+    /// Why the transfer failed, if it did.
+    pub fn error(&self) -> Option<ConnError> {
+        self.error
+    }
+
     /// Bytes the application may still add to the next block.
     pub fn write_capacity(&self) -> usize {
-        if self.finish_requested {
+        if self.finish_requested || self.closed {
             return 0;
         }
-        // Small segments hold small symbols, and so a smaller block (see `max_block`).
-        (max_block(self.cfg.mss as usize) as usize).saturating_sub(self.pending.len())
+        (self.block_limit() as usize).saturating_sub(self.pending.len())
+    }
+
+    /// The largest block, bytes: what its symbols can carry (small segments hold small
+    /// symbols, and so a smaller block, see `max_block`) and the peer's window allows.
+    pub fn block_limit(&self) -> u64 {
+        max_block(self.cfg.mss as usize).min(self.peer_window.map_or(u64::MAX, u64::from))
+    }
+
+    /// True when the block being written has reached [`Fectcp::block_limit`]: this
+    /// direction, one block, can take no more bytes (a writer waiting for room would
+    /// wait forever).
+    pub fn block_full(&self) -> bool {
+        !self.finish_requested && !self.closed && self.write_capacity() == 0
     }
 
     /// Adds bytes to the next block; returns how many were taken.
@@ -138,10 +176,12 @@ impl Fectcp {
         n
     }
 
-    /// Ends the block: its transfer starts (once the previous one is done).
+    /// Ends the block: its transfer starts (once the previous one is done). A stream
+    /// that ends without a byte still sends an (empty) block, so the peer sees its end.
     pub fn finish(&mut self) {
+        let nothing_sent = self.sending.is_none();
         self.finished = true;
-        if !self.pending.is_empty() {
+        if !self.pending.is_empty() || nothing_sent {
             self.finish_requested = true;
         }
     }
@@ -246,11 +286,21 @@ impl Fectcp {
         if self.closed {
             return;
         }
+        if p.flags.contains(Flags::RST) {
+            // The receiver refused our block: stop sending it.
+            if self.sending.as_ref().is_some_and(|s| !s.done) {
+                self.error = Some(ConnError::BlockRefused);
+                self.closed = true;
+            }
+            return;
+        }
         if p.flags.contains(Flags::ACK) {
             self.on_ack(now, &p);
         }
         if !p.payload.is_empty() {
             self.on_symbol(&p);
+        } else if p.flags.contains(Flags::FIN) {
+            self.on_empty_block(&p);
         }
         self.check_done(now);
     }
@@ -261,6 +311,16 @@ impl Fectcp {
             return None;
         }
         self.check_done(now);
+        if self.refuse_due {
+            self.refuse_due = false;
+            self.ack_due = false;
+            return Some(Packet {
+                conn_id: self.conn_id,
+                flags: Flags::RST,
+                ts_val: now.timestamp_micros().max(1),
+                ..Packet::default()
+            });
+        }
         if self.ack_due {
             self.ack_due = false;
             return Some(self.ack_packet(now));
@@ -276,10 +336,30 @@ impl Fectcp {
         if s.done || s.in_flight.len() >= window {
             return None;
         }
+        let Some(encoder) = s.encoder.as_ref() else {
+            // The empty block: one FIN at a time until the receiver answers with BACK.
+            if !s.in_flight.is_empty() {
+                return None;
+            }
+            let n = s.next_symbol;
+            s.next_symbol += 1;
+            s.in_flight.push_back((n, now));
+            return Some(Packet {
+                conn_id,
+                flags: Flags::BSYN | Flags::FIN,
+                seg: n,
+                ts_val: now.timestamp_micros().max(1),
+                transfer: Some(TransferInfo {
+                    id: s.id,
+                    oti: [0; 12],
+                }),
+                ..Packet::default()
+            });
+        };
         let n = s.next_symbol;
         s.next_symbol += 1;
         s.in_flight.push_back((n, now));
-        let payload = Bytes::from(s.encoder.symbol(n));
+        let payload = Bytes::from(encoder.symbol(n));
         self.stats.data_packets_sent += 1;
         self.stats.payload_bytes_sent += payload.len() as u64;
         let mut flags = Flags::empty();
@@ -293,7 +373,7 @@ impl Fectcp {
             ts_val: now.timestamp_micros().max(1),
             transfer: Some(TransferInfo {
                 id: s.id,
-                oti: s.encoder.oti(),
+                oti: encoder.oti(),
             }),
             payload,
             ..Packet::default()
@@ -370,7 +450,7 @@ impl Fectcp {
         self.next_id = self.next_id.wrapping_add(1).max(1);
         self.sending = Some(Sending {
             id,
-            encoder: FountainEncoder::new(data, oti),
+            encoder: (!data.is_empty()).then(|| FountainEncoder::new(data, oti)),
             next_symbol: 0,
             in_flight: VecDeque::new(),
             done: false,
@@ -430,6 +510,24 @@ impl Fectcp {
         });
     }
 
+    /// The sender's stream ended without a byte: its one (empty) block is delivered.
+    fn on_empty_block(&mut self, p: &Packet) {
+        let Some(t) = p.transfer else {
+            return;
+        };
+        self.ack_due = true;
+        if self.receiving.as_ref().is_some_and(|r| r.id == t.id) {
+            return; // a repeat: the BACK is sent again
+        }
+        self.receiving = Some(Receiving {
+            id: t.id,
+            decoder: None,
+            highest: p.seg,
+            decoded: true,
+        });
+        self.blocks_delivered += 1;
+    }
+
     fn on_symbol(&mut self, p: &Packet) {
         let Some(t) = p.transfer else {
             return;
@@ -449,12 +547,17 @@ impl Fectcp {
             }
             self.receiving = Some(Receiving {
                 id: t.id,
-                decoder: FountainDecoder::new(&t.oti, self.cfg.mss as usize).ok(),
+                decoder: self.decoder_for(&t.oti),
                 highest: p.seg,
                 decoded: false,
             });
         }
         let r = self.receiving.as_mut().expect("just set");
+        if r.decoder.is_none() && !r.decoded {
+            // Parameters we cannot decode: the sender would stream symbols forever.
+            self.refuse_due = true;
+            return;
+        }
         r.highest = r.highest.max(p.seg);
         if r.decoded {
             return;
@@ -470,6 +573,21 @@ impl Fectcp {
             self.blocks_delivered += 1;
             self.delivered.push_back(Bytes::from(block));
         }
+    }
+
+    /// A decoder for a block with these parameters, if it can be decoded within this
+    /// side's limits: the block fits the receive window, and its symbols are not so small
+    /// that their count (and the decoder's memory per symbol) grows past
+    /// `recv_window / MIN_SYMBOL_BYTES`. A FECTCP block with 1-byte symbols would
+    /// otherwise make the decoder take some 345 MB.
+    fn decoder_for(&self, oti: &[u8; 12]) -> Option<FountainDecoder> {
+        let params = raptorq::ObjectTransmissionInformation::deserialize(oti);
+        let (len, symbol) = (params.transfer_length(), params.symbol_size().max(1) as u64);
+        let window = self.cfg.recv_window as u64;
+        if len > window || len.div_ceil(symbol) > (window / MIN_SYMBOL_BYTES).max(1024) {
+            return None;
+        }
+        FountainDecoder::new(oti, self.cfg.mss as usize).ok()
     }
 
     fn ack_packet(&mut self, now: Instant) -> Packet {
@@ -562,6 +680,81 @@ mod tests {
             }
         }
         panic!("transfer did not finish");
+    }
+
+    /// Runs `a` against `b` over a 20 ms wire for up to `ms_total` milliseconds.
+    fn exchange(a: &mut Fectcp, b: &mut Fectcp, ms_total: u64) {
+        let mut wire: Vec<(u64, bool, Packet)> = Vec::new();
+        for t in 0..ms_total {
+            let now = ms(t);
+            let (arrive, rest): (Vec<_>, Vec<_>) = wire.into_iter().partition(|w| w.0 <= t);
+            wire = rest;
+            for (_, to_b, p) in arrive {
+                if to_b {
+                    b.handle_packet(now, p);
+                } else {
+                    a.handle_packet(now, p);
+                }
+            }
+            for e in [&mut *a, &mut *b] {
+                if e.poll_timeout().is_some_and(|d| d <= now) {
+                    e.handle_timeout(now);
+                }
+            }
+            while let Some(p) = a.poll_packet(now) {
+                wire.push((t + 20, true, p));
+            }
+            while let Some(p) = b.poll_packet(now) {
+                wire.push((t + 20, false, p));
+            }
+        }
+    }
+
+    /// A stream that ends without a byte still ends: the peer sees it finished, and the
+    /// sender is acknowledged (before, `finish` on an empty stream sent nothing).
+    #[test]
+    fn an_empty_stream_ends_cleanly() {
+        let (mut a, mut b) = (Fectcp::new(cfg()), Fectcp::new(cfg()));
+        a.finish();
+        exchange(&mut a, &mut b, 500);
+        assert!(b.peer_finished(), "the receiver saw the end");
+        assert_eq!(b.read_chunk(), None, "and no byte");
+        assert!(a.all_acked() && a.error().is_none());
+    }
+
+    /// Block parameters the receiver cannot decode within its window (here: a block
+    /// larger than it) are refused: the receiver resets the transfer, the sender stops
+    /// with `BlockRefused` instead of sending symbols forever, and no decoder is built.
+    #[test]
+    fn a_block_the_receiver_cannot_hold_is_refused_and_the_sender_stops() {
+        let mut a = Fectcp::new(cfg());
+        let mut b = Fectcp::new(Config {
+            recv_window: 100_000,
+            ..cfg()
+        });
+        a.write(Bytes::from(vec![5u8; 300_000]));
+        a.finish();
+        exchange(&mut a, &mut b, 2000);
+        assert_eq!(a.error(), Some(ConnError::BlockRefused));
+        assert!(a.is_closed());
+        let sent = a.stats().data_packets_sent;
+        assert!(
+            sent < 100,
+            "{sent} symbols sent to a receiver that refused them"
+        );
+        assert!(b.receiving.as_ref().is_some_and(|r| r.decoder.is_none()));
+        // Symbols of 1 byte for a 100 kB block would take 100 000 symbols, far over the
+        // 1024 this window allows: refused before any decoder is built.
+        let tiny = parameters(100_000, 5).serialize();
+        assert!(b.decoder_for(&tiny).is_none());
+        assert!(b
+            .decoder_for(&parameters(90_000, 1350).serialize())
+            .is_some());
+        // A sender told the peer's window writes no larger block, and says so.
+        let mut c = Fectcp::new(cfg());
+        c.set_peer_window(1000);
+        assert_eq!(c.write(Bytes::from(vec![0u8; 5000])), 1000);
+        assert!(c.block_full());
     }
 
     #[test]

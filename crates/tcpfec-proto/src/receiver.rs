@@ -15,6 +15,12 @@ const MAX_REPLAY_ACKS: u32 = 32;
 
 /// Out-of-order segments further ahead than this are dropped (bounds memory).
 const MAX_REORDER_SEGMENTS: u64 = 1 << 20;
+/// Each segment a legitimate sender has in flight carries at least this many bytes of
+/// the window (or the stream is slow enough that few are in flight): so no segment can
+/// lie further ahead than the window over this, and the receiver keeps no more slots
+/// than that. A spoofed segment far ahead would otherwise make it reserve a slot for
+/// every number below, about 40 bytes each (40 MB for 2^20).
+const MIN_SEGMENT_FOR_SLOTS: u64 = 256;
 /// A run of more missing segments than this is judged unrepairable without looking.
 const MAX_HOLE_CHECK: u64 = 64;
 /// Duplicate ACKs that make a sender retransmit (RFC 5681's DupThresh): a release of
@@ -180,6 +186,12 @@ impl Receiver {
             });
         }
         self
+    }
+
+    /// How far ahead of the next expected segment one may lie and be stored: what the
+    /// window allows (see [`MIN_SEGMENT_FOR_SLOTS`]), at most [`MAX_REORDER_SEGMENTS`].
+    fn reorder_slots(&self) -> u64 {
+        (self.window_limit as u64 / MIN_SEGMENT_FOR_SLOTS).clamp(1024, MAX_REORDER_SEGMENTS)
     }
 
     /// The receive buffer now in use, bytes (grows with auto-tuning).
@@ -406,7 +418,7 @@ impl Receiver {
         // A segment this far ahead was not stored (see `accept`), so it opens no gap; and
         // one at the end of the number space (a corrupted or hostile header) would
         // overflow `seg + 1` below (found by the engine fuzz target).
-        if seg.saturating_sub(rcv_nxt) >= MAX_REORDER_SEGMENTS {
+        if seg.saturating_sub(rcv_nxt) >= self.reorder_slots() {
             return;
         }
         let Some(f) = self.fec.as_mut() else { return };
@@ -504,7 +516,7 @@ impl Receiver {
             return Arrival::Ignored;
         }
         let off = seg - self.rcv_nxt;
-        if off >= MAX_REORDER_SEGMENTS
+        if off >= self.reorder_slots()
             || self.held_bytes + self.ready_bytes + payload.len() > self.window_limit as usize
         {
             return Arrival::Ignored;
@@ -1061,6 +1073,38 @@ mod tests {
         r.take_ack();
         member(&mut r, 2, 0);
         assert!(r.wants_ack(Instant::ZERO));
+    }
+
+    /// A segment claiming a number far ahead makes the receiver reserve slots only as far
+    /// as its window allows: a 2 MiB window keeps at most 8192 (about 320 KB), not 2^20.
+    #[test]
+    fn reorder_slots_are_bounded_by_the_window() {
+        let mut r = Receiver::new(2 << 20, false, Duration::from_millis(100));
+        r.on_segment(Instant::ZERO, 8191, data(100), false, 1, false, None);
+        assert_eq!(r.held.len(), 8192, "within the window: stored");
+        r.on_segment(Instant::ZERO, 8192, data(100), false, 1, false, None);
+        r.on_segment(
+            Instant::ZERO,
+            (1 << 20) - 1,
+            data(100),
+            false,
+            1,
+            false,
+            None,
+        );
+        assert_eq!(r.held.len(), 8192, "beyond it: dropped, no slots reserved");
+        // A larger window allows more, up to the fixed limit.
+        let mut big = Receiver::new(1 << 30, false, Duration::from_millis(100));
+        big.on_segment(
+            Instant::ZERO,
+            MAX_REORDER_SEGMENTS,
+            data(1),
+            false,
+            1,
+            false,
+            None,
+        );
+        assert!(big.held.is_empty());
     }
 
     #[test]
