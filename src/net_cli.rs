@@ -282,7 +282,8 @@ pub struct RelayArgs {
     to: String,
     #[command(flatten)]
     link: LinkArgs,
-    /// Most clients (source addresses) served at once; datagrams from more are dropped.
+    /// Most clients (source addresses) served at once; a new one beyond them replaces the
+    /// client heard from least recently (as a NAT forgets its oldest mapping).
     #[arg(long, default_value_t = tcpfec_net::relay::DEFAULT_MAX_SOURCES, value_name = "N")]
     max_sources: usize,
     /// Seconds without a datagram from a client after which its upstream socket closes.

@@ -60,8 +60,9 @@ pub struct DirStats {
     pub lost: AtomicU64,
     /// Dropped because the queue was full (in packets, or in bytes held).
     pub overflow: AtomicU64,
-    /// Dropped because the relay already served its maximum of clients.
-    pub refused_sources: AtomicU64,
+    /// Clients forgotten (least recently heard first) to make room for a new one when
+    /// the relay already served its maximum.
+    pub evicted_sources: AtomicU64,
     /// Most packets ever waiting in the queue at once.
     pub queue_peak: AtomicU64,
     /// Bytes delivered.
@@ -81,8 +82,8 @@ pub struct DirCounts {
     pub lost: u64,
     /// Dropped because the queue was full (in packets, or in bytes held).
     pub overflow: u64,
-    /// Dropped because the relay already served its maximum of clients.
-    pub refused_sources: u64,
+    /// Clients forgotten to make room for new ones (see [`DirStats::evicted_sources`]).
+    pub evicted_sources: u64,
     /// Most packets ever waiting in the queue at once.
     pub queue_peak: u64,
     /// Bytes delivered.
@@ -98,7 +99,7 @@ impl DirStats {
             delivered: self.delivered.load(Ordering::Relaxed),
             lost: self.lost.load(Ordering::Relaxed),
             overflow: self.overflow.load(Ordering::Relaxed),
-            refused_sources: self.refused_sources.load(Ordering::Relaxed),
+            evicted_sources: self.evicted_sources.load(Ordering::Relaxed),
             queue_peak: self.queue_peak.load(Ordering::Relaxed),
             delivered_bytes: self.delivered_bytes.load(Ordering::Relaxed),
         }

@@ -9,7 +9,8 @@
 //! Everything the relay holds is bounded, so a flood cannot exhaust the machine: each
 //! direction keeps at most `max_bytes` in its queue and in propagation (even without a
 //! rate limit), the hand-over between tasks is a bounded channel, and upstream sockets
-//! are capped in number and expire after `idle_expiry` without traffic from their client.
+//! are capped in number (beyond `max_sources` the client heard from least recently is
+//! forgotten) and expire after `idle_expiry` without traffic from their client.
 
 use crate::link::LinkModel;
 pub use crate::link::{DirCounts, DirStats, LinkSpec, DEFAULT_MAX_BYTES};
@@ -47,7 +48,8 @@ pub struct RelayConfig {
     pub back: LinkSpec,
     /// Seed of the loss models (runs are repeatable in their loss pattern).
     pub seed: u64,
-    /// Most clients served at once; datagrams from more are dropped.
+    /// Most clients served at once; a new one beyond them replaces the client heard from
+    /// least recently.
     pub max_sources: usize,
     /// A client's upstream socket closes after this long without a datagram from it.
     pub idle_expiry: Duration,
@@ -230,14 +232,22 @@ async fn accept_clients(
         let now = Instant::now();
         if !upstream.contains_key(&from) {
             if upstream.len() >= cfg.max_sources {
-                // Make room from expired clients first; refuse only when all are live.
+                // Make room from expired clients first, then by forgetting the client
+                // heard from least recently, as a NAT forgets its oldest mapping: a new
+                // client is never refused, and a live one loses its entry only to more
+                // than `max_sources` clients heard since its last datagram.
                 upstream
                     .retain(|_, u| now.saturating_duration_since(u.last_used) < cfg.idle_expiry);
             }
             if upstream.len() >= cfg.max_sources {
-                fstats.refused_sources.fetch_add(1, Ordering::Relaxed);
-                sources.store(upstream.len() as u64, Ordering::Relaxed);
-                continue;
+                let oldest = upstream
+                    .iter()
+                    .min_by_key(|(_, u)| u.last_used)
+                    .map(|(a, _)| *a);
+                if let Some(a) = oldest {
+                    upstream.remove(&a);
+                    fstats.evicted_sources.fetch_add(1, Ordering::Relaxed);
+                }
             }
             let Some(u) = open_upstream(&listen, cfg.to, from, &btx, &bstats).await else {
                 continue;

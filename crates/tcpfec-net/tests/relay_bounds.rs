@@ -67,7 +67,7 @@ async fn ten_thousand_sources_stay_under_the_cap() {
     let read = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             let s = relay.forward.snapshot();
-            if s.received > 0 && s.received == s.delivered + s.refused_sources + s.overflow {
+            if s.received > 0 && s.received == s.delivered + s.overflow {
                 return s;
             }
             tokio::task::yield_now().await;
@@ -78,7 +78,8 @@ async fn ten_thousand_sources_stay_under_the_cap() {
     assert!(relay.sources() <= CAP as u64, "{} sources", relay.sources());
     assert_eq!(relay.sources(), CAP as u64);
     assert!(read.received > CAP as u64);
-    assert_eq!(read.refused_sources, read.received - CAP as u64, "{read:?}");
+    // Every new source beyond the cap replaced the one heard from least recently.
+    assert_eq!(read.evicted_sources, read.received - CAP as u64, "{read:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,14 +114,63 @@ async fn bytes_held_stay_under_the_limit_without_a_rate() {
 #[tokio::test(start_paused = true)]
 async fn idle_sources_expire_and_make_room() {
     let (relay, _sink) = flood_relay(DEFAULT_MAX_BYTES, Duration::ZERO).await;
-    from_many_sources(relay.local_addr(), 0, CAP + 10).await;
-    until_received(&relay, (CAP + 10) as u64).await;
+    from_many_sources(relay.local_addr(), 0, CAP).await;
+    until_received(&relay, CAP as u64).await;
     assert_eq!(relay.sources(), CAP as u64);
-    assert_eq!(relay.forward.snapshot().refused_sources, 10);
-    // After the idle expiry (virtual time), a new client finds room.
+    // After the idle expiry (virtual time), the next client finds them all expired: no
+    // eviction needed.
     tokio::time::advance(EXPIRY + Duration::from_secs(1)).await;
-    from_many_sources(relay.local_addr(), CAP + 10, 1).await;
-    until_received(&relay, (CAP + 11) as u64).await;
+    from_many_sources(relay.local_addr(), CAP, 1).await;
+    until_received(&relay, (CAP + 1) as u64).await;
     assert_eq!(relay.sources(), 1);
-    assert_eq!(relay.forward.snapshot().refused_sources, 10);
+    assert_eq!(relay.forward.snapshot().evicted_sources, 0);
+}
+
+/// A full relay forgets the client heard from least recently, not a live one that just
+/// spoke, and never refuses a new client: the one kept speaking keeps its upstream socket
+/// (the target sees the same source port for it before and after the newcomers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_relay_evicts_the_least_recently_heard_client() {
+    let sink = UdpSocket::bind(any()).await.unwrap();
+    let relay = Relay::start(RelayConfig {
+        listen: any(),
+        to: sink.local_addr().unwrap(),
+        forward: LinkSpec::delay_only(Duration::ZERO),
+        back: LinkSpec::delay_only(Duration::ZERO),
+        seed: 1,
+        max_sources: 3,
+        idle_expiry: EXPIRY,
+    })
+    .await
+    .unwrap();
+    let to = relay.local_addr();
+    let socks: Vec<UdpSocket> = {
+        let mut v = Vec::new();
+        for _ in 0..3 {
+            v.push(UdpSocket::bind(any()).await.unwrap());
+        }
+        v
+    };
+    let mut buf = [0u8; 64];
+    let mut seen_as = Vec::new();
+    for s in &socks {
+        s.send_to(b"hi", to).await.unwrap();
+        seen_as.push(sink.recv_from(&mut buf).await.unwrap().1);
+    }
+    // Client 0 speaks again: now client 1 is the least recently heard.
+    socks[0].send_to(b"again", to).await.unwrap();
+    assert_eq!(sink.recv_from(&mut buf).await.unwrap().1, seen_as[0]);
+    let newcomer = UdpSocket::bind(any()).await.unwrap();
+    newcomer.send_to(b"new", to).await.unwrap();
+    let (n, _) = sink.recv_from(&mut buf).await.unwrap();
+    assert_eq!(&buf[..n], b"new", "the new client was served");
+    assert_eq!(relay.forward.snapshot().evicted_sources, 1);
+    assert_eq!(relay.sources(), 3);
+    // Client 0 and 2 keep their upstream sockets; client 1 comes back on a new one.
+    socks[0].send_to(b"x", to).await.unwrap();
+    assert_eq!(sink.recv_from(&mut buf).await.unwrap().1, seen_as[0]);
+    socks[2].send_to(b"x", to).await.unwrap();
+    assert_eq!(sink.recv_from(&mut buf).await.unwrap().1, seen_as[2]);
+    socks[1].send_to(b"x", to).await.unwrap();
+    assert_ne!(sink.recv_from(&mut buf).await.unwrap().1, seen_as[1]);
 }
