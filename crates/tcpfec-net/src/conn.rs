@@ -341,8 +341,10 @@ impl Conn {
         self.replay.mark(pn);
         self.last_recv = now;
         // Only a client that received our handshake answer can seal: its address is
-        // proven, and the engine's held output may go.
+        // proven, the engine's held output may go, and the answer need not be repeated
+        // (a copy of the Initial from now on is somebody else's).
         self.unvalidated = None;
+        self.hello = None;
         self.packets_in += 1;
         // Control first: a path response must be checked against the challenge it
         // answers, before this same packet could prompt another challenge.

@@ -496,7 +496,7 @@ fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAd
                 client_id,
                 token,
                 payload,
-                len: b.len(),
+                datagram: b,
             };
             on_initial(shared, st, now, from, hello)
         }
@@ -579,8 +579,9 @@ struct Hello<'a> {
     client_id: u32,
     token: &'a [u8],
     payload: &'a [u8],
-    /// The whole datagram's size (the anti-amplification budget counts it).
-    len: usize,
+    /// The whole datagram (its size counts in the anti-amplification budget; another
+    /// shard may need it).
+    datagram: &'a [u8],
 }
 
 /// Server side of the cookie round and the handshake. A connection opened without a
@@ -594,8 +595,9 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
         client_id,
         token,
         payload,
-        len: initial_len,
+        datagram,
     } = hello;
+    let initial_len = datagram.len();
     if st.accept_tx.is_none() {
         st.stats.unexpected += 1;
         return;
@@ -681,6 +683,7 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
         reject(st, RejectReason::BadParams);
         return;
     };
+    let id = st.fresh_id(&shared.shard);
     // A copy of a first message someone recorded opens nothing: only an authenticated
     // message can get here, so the register holds genuine messages only.
     if hs.is_some() {
@@ -690,10 +693,35 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
             .first_messages
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .admit(digest16, params.sent_at_ms, first_message::wall_clock_ms());
+            .admit(
+                digest16,
+                params.sent_at_ms,
+                first_message::wall_clock_ms(),
+                id,
+            );
         match admitted {
             Ok(()) => {}
-            Err(first_message::Refusal::Replayed) => {
+            Err(first_message::Refusal::Replayed { owner }) => {
+                // The same client, moved to a new address before it had our answer (a
+                // NAT rebinding mid-handshake), repeats its Initial from there: the
+                // shard that holds its connection answers it again, to the new address
+                // (the answer is smaller than the Initial). A copy sent by anyone else
+                // gets the same answer, which only the client can read, and opens
+                // nothing; once the client has spoken, copies get nothing.
+                if let Some(owner) = owner {
+                    if shared.shard.forward(owner, from, datagram) {
+                        st.stats.forwarded += 1;
+                        return;
+                    }
+                    let again = st.conns.get(&owner).and_then(|c| {
+                        let (d, a) = c.hello.as_ref()?;
+                        (*d == digest).then(|| a.clone())
+                    });
+                    if let Some(a) = again {
+                        st.push(from, a);
+                        return;
+                    }
+                }
                 st.stats.initial_replayed += 1;
                 return;
             }
@@ -711,7 +739,6 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
         st.stats.token_reused += 1;
         return;
     }
-    let id = st.fresh_id(&shared.shard);
     let send = params
         .want
         .clone()

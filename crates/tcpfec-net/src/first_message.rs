@@ -18,7 +18,7 @@
 //! sustained rate above `CAPACITY / (2·CLOCK_TOLERANCE)` handshakes per second (about 100)
 //! would a genuine client whose clock is behind the others' be refused as well.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How far a client's clock may be from the server's.
@@ -36,8 +36,12 @@ pub fn wall_clock_ms() -> u64 {
 /// Why a first message was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// The same message was accepted before: a copy.
-    Replayed,
+    /// The same message was accepted before: a copy. `owner` is the connection it
+    /// opened (its id), if still remembered.
+    Replayed {
+        /// The server connection id the original opened.
+        owner: Option<u32>,
+    },
     /// Its time is further than the tolerance from the server's: an old copy, or a client
     /// whose clock is wrong. `skew_ms` is the client's time minus the server's.
     Stale {
@@ -58,7 +62,8 @@ struct Seen {
 pub struct FirstMessages {
     tolerance_ms: u64,
     capacity: usize,
-    digests: HashSet<[u8; 16]>,
+    /// Digest → the connection id the message opened.
+    digests: HashMap<[u8; 16], u32>,
     /// In order of acceptance.
     order: VecDeque<Seen>,
     /// Messages with a client time at or below this were forgotten early (memory full).
@@ -77,19 +82,21 @@ impl FirstMessages {
         FirstMessages {
             tolerance_ms: tolerance.as_millis() as u64,
             capacity: capacity.max(1),
-            digests: HashSet::new(),
+            digests: HashMap::new(),
             order: VecDeque::new(),
             floor_ms: 0,
         }
     }
 
     /// Accepts the first message `digest` sent at the client's `client_ms`, received at the
-    /// server's `server_ms`, unless it is a copy or too old (or too far ahead).
+    /// server's `server_ms`, for connection `owner`, unless it is a copy or too old (or too
+    /// far ahead).
     pub fn admit(
         &mut self,
         digest: [u8; 16],
         client_ms: u64,
         server_ms: u64,
+        owner: u32,
     ) -> Result<(), Refusal> {
         let skew_ms = client_ms as i64 - server_ms as i64;
         if skew_ms.unsigned_abs() > self.tolerance_ms {
@@ -103,13 +110,16 @@ impl FirstMessages {
             }
             self.forget_oldest(false);
         }
-        if client_ms <= self.floor_ms || self.digests.contains(&digest) {
-            return Err(Refusal::Replayed);
+        if let Some(&owner) = self.digests.get(&digest) {
+            return Err(Refusal::Replayed { owner: Some(owner) });
+        }
+        if client_ms <= self.floor_ms {
+            return Err(Refusal::Replayed { owner: None });
         }
         if self.order.len() >= self.capacity {
             self.forget_oldest(true);
         }
-        self.digests.insert(digest);
+        self.digests.insert(digest, owner);
         self.order.push_back(Seen {
             digest,
             client_ms,
@@ -154,17 +164,23 @@ mod tests {
     #[test]
     fn a_copy_is_refused_for_as_long_as_its_time_would_pass() {
         let mut r = FirstMessages::new(T, 100);
-        assert_eq!(r.admit(d(1), NOW, NOW), Ok(()));
-        assert_eq!(r.admit(d(1), NOW, NOW + 1), Err(Refusal::Replayed));
+        assert_eq!(r.admit(d(1), NOW, NOW, 7), Ok(()));
+        assert_eq!(
+            r.admit(d(1), NOW, NOW + 1, 7),
+            Err(Refusal::Replayed { owner: Some(7) })
+        );
         // Just inside the tolerance, still remembered.
         let late = NOW + 300_000;
-        assert_eq!(r.admit(d(1), NOW, late), Err(Refusal::Replayed));
+        assert_eq!(
+            r.admit(d(1), NOW, late, 7),
+            Err(Refusal::Replayed { owner: Some(7) })
+        );
         // Beyond it the time check refuses it, and the register has let it go.
         assert_eq!(
-            r.admit(d(1), NOW, late + 1),
+            r.admit(d(1), NOW, late + 1, 7),
             Err(Refusal::Stale { skew_ms: -300_001 })
         );
-        assert_eq!(r.admit(d(2), late + 1, NOW + 600_001), Ok(()));
+        assert_eq!(r.admit(d(2), late + 1, NOW + 600_001, 7), Ok(()));
         assert_eq!(
             r.len(),
             1,
@@ -176,23 +192,26 @@ mod tests {
     fn a_client_clock_far_ahead_or_behind_is_refused() {
         let mut r = FirstMessages::new(T, 100);
         assert_eq!(
-            r.admit(d(1), NOW + 300_001, NOW),
+            r.admit(d(1), NOW + 300_001, NOW, 7),
             Err(Refusal::Stale { skew_ms: 300_001 })
         );
-        assert_eq!(r.admit(d(1), NOW + 299_999, NOW), Ok(()));
-        assert!(r.admit(d(2), NOW - 299_999, NOW).is_ok());
+        assert_eq!(r.admit(d(1), NOW + 299_999, NOW, 7), Ok(()));
+        assert!(r.admit(d(2), NOW - 299_999, NOW, 7).is_ok());
     }
 
     #[test]
     fn memory_is_bounded_and_a_forgotten_message_still_cannot_come_back() {
         let mut r = FirstMessages::new(T, 8);
         for i in 0..20u32 {
-            assert_eq!(r.admit(d(i), NOW + i as u64, NOW + i as u64), Ok(()));
+            assert_eq!(r.admit(d(i), NOW + i as u64, NOW + i as u64, 7), Ok(()));
             assert!(r.len() <= 8);
         }
         // Message 0 was forgotten early; its copy is refused by the floor.
-        assert_eq!(r.admit(d(0), NOW, NOW + 30), Err(Refusal::Replayed));
+        assert_eq!(
+            r.admit(d(0), NOW, NOW + 30, 7),
+            Err(Refusal::Replayed { owner: None })
+        );
         // A new message with a later time is accepted.
-        assert_eq!(r.admit(d(99), NOW + 30, NOW + 30), Ok(()));
+        assert_eq!(r.admit(d(99), NOW + 30, NOW + 30, 7), Ok(()));
     }
 }

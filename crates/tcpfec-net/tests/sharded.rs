@@ -138,3 +138,92 @@ async fn a_client_that_moves_to_another_shard_keeps_its_connection() {
     assert_eq!(st.unknown_conn, 0, "{st:?}");
     drop(path);
 }
+
+/// A proxy that sends the client's first datagram to the server from one socket and every
+/// later one from another, dropping the server's answers to the first: the client's
+/// address changes between its Initial and its repeat, as after a NAT rebinding
+/// mid-handshake. Returns the proxy's address.
+async fn rebinding_proxy(server: std::net::SocketAddr) -> std::net::SocketAddr {
+    use tokio::net::UdpSocket;
+    let front = Arc::new(UdpSocket::bind(any()).await.unwrap());
+    let first = UdpSocket::bind(any()).await.unwrap();
+    let later = Arc::new(UdpSocket::bind(any()).await.unwrap());
+    first.connect(server).await.unwrap();
+    later.connect(server).await.unwrap();
+    let addr = front.local_addr().unwrap();
+    let client = Arc::new(std::sync::Mutex::new(None));
+    let (f, l, c) = (front.clone(), later.clone(), client.clone());
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        let mut sent_first = false;
+        loop {
+            let (n, from) = f.recv_from(&mut buf).await.unwrap();
+            *c.lock().unwrap() = Some(from);
+            if sent_first {
+                let _ = l.send(&buf[..n]).await;
+            } else {
+                sent_first = true;
+                let _ = first.send(&buf[..n]).await;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            let Ok(n) = later.recv(&mut buf).await else {
+                return;
+            };
+            let to = *client.lock().unwrap();
+            if let Some(to) = to {
+                let _ = front.send_to(&buf[..n], to).await;
+            }
+        }
+    });
+    addr
+}
+
+/// A client whose address changes mid-handshake on a sharded server: its repeated Initial
+/// reaches the shard that holds its connection (forwarded when it lands on another) and
+/// is answered there, at the new address, so the connection opens instead of the client
+/// starting over. Eight rebinds over four shards: at least one repeat lands on another
+/// shard than its Initial (all eight on the same one would happen once in 65 536 runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_rebinding_mid_handshake_is_answered_by_its_shard() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let cfg = config(Some(Psk::generate()), "sack");
+        let srv = Arc::new(Endpoint::server(any(), cfg.clone(), 4).await.unwrap());
+        let target = srv.local_addr().unwrap();
+        let s2 = srv.clone();
+        tokio::spawn(async move {
+            while let Some(mut s) = s2.accept().await {
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    s.read_to_end(&mut got).await.unwrap();
+                    s.write_all(&got).await.unwrap();
+                    s.shutdown().await.unwrap();
+                });
+            }
+        });
+        for i in 0..8u64 {
+            let entry = rebinding_proxy(target).await;
+            let ep = client(cfg.clone()).await;
+            let mut s = ep.connect(entry).await.expect("the handshake completes");
+            let msg = data(10_000, i);
+            s.write_all(&msg).await.unwrap();
+            s.shutdown().await.unwrap();
+            let mut back = Vec::new();
+            s.read_to_end(&mut back).await.unwrap();
+            assert_eq!(back, msg, "rebind {i}");
+        }
+        let forwarded: u64 = srv.shard_stats().iter().map(|s| s.forwarded).sum();
+        assert!(forwarded > 0, "no repeat was forwarded between shards");
+        let opened: u64 = srv
+            .shard_stats()
+            .iter()
+            .map(|s| s.handshakes_accepted)
+            .sum();
+        assert_eq!(opened, 8, "a repeat opened a second connection");
+    })
+    .await
+    .unwrap();
+}
