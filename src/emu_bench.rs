@@ -61,7 +61,14 @@ impl Contender {
                 }
                 v
             }
-            Contender::Tcp(c) => vec!["--tcp".into(), "--congestion".into(), c.clone()],
+            // The server challenges kernel TCP clients for the key too.
+            Contender::Tcp(c) => vec![
+                "--tcp".into(),
+                "--congestion".into(),
+                c.clone(),
+                "--key-file".into(),
+                key.display().to_string(),
+            ],
         }
     }
 }

@@ -41,6 +41,15 @@ pub struct PerfArgs {
     /// Server: serve tcpfec only (no kernel TCP listener).
     #[arg(long, requires = "server")]
     no_tcp: bool,
+    /// Server: longest test accepted, seconds
+    #[arg(long, requires = "server", default_value_t = server::MAX_SECONDS, value_name = "SECONDS")]
+    max_seconds: f64,
+    /// Server: most data connections per test
+    #[arg(long, requires = "server", default_value_t = server::MAX_STREAMS, value_name = "N")]
+    max_streams: u32,
+    /// Server: largest byte count per test (`-n`)
+    #[arg(long, requires = "server", default_value_t = server::MAX_BYTES, value_name = "BYTES")]
+    max_bytes: u64,
     /// Seconds to send for.
     #[arg(
         short = 't',
@@ -170,12 +179,14 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
         interval: a.interval,
         pattern,
         omit: a.omit,
+        // Kernel TCP tests prove the key too (a challenge), unless --insecure.
+        key: a.security.key()?,
     };
     let tcp_only = a.tcp;
     let key = if tcp_only {
         None
     } else {
-        Some(a.security.key()?)
+        Some(opts.key.clone())
     };
     let data_scheme = scheme("--scheme", &a.scheme, false)?;
     let addr_text = with_port(a.addr.as_deref().expect("clap requires it"));
@@ -757,6 +768,24 @@ fn system_congestion() -> String {
 /// `tcpfec perf --server`.
 fn serve(a: PerfArgs) -> Result<(), String> {
     let key = a.security.key()?;
+    if !(a.max_seconds > 0.0 && a.max_seconds <= server::MAX_SECONDS) {
+        return Err(format!(
+            "--max-seconds: give above 0 and at most {}",
+            server::MAX_SECONDS
+        ));
+    }
+    if a.max_streams == 0 || a.max_streams > server::MAX_STREAMS {
+        return Err(format!("--max-streams: give 1 to {}", server::MAX_STREAMS));
+    }
+    if a.max_bytes == 0 || a.max_bytes > server::MAX_BYTES {
+        return Err(format!("--max-bytes: give 1 to {}", server::MAX_BYTES));
+    }
+    let policy = server::Policy {
+        key: key.clone(),
+        max_seconds: a.max_seconds,
+        max_streams: a.max_streams,
+        max_bytes: a.max_bytes,
+    };
     let cfg = EndpointConfig::new(key, scheme("--scheme", &a.scheme, false)?);
     let json_out = a.json;
     let threads = a.threads.count();
@@ -792,7 +821,7 @@ fn serve(a: PerfArgs) -> Result<(), String> {
             );
         }
         let log: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |e| server_event(&e, json_out));
-        server::serve(Some(Arc::new(ep)), tcp, log).await;
+        server::serve(Some(Arc::new(ep)), tcp, policy, log).await;
         Ok(())
     })
 }

@@ -683,13 +683,58 @@ fn perf_refuses_bad_requests_with_reasons() {
             .contains("--threads: a server option")
     );
     let (mut server, addr) = start_perf_server(&key);
-    let err = failure(&["perf", &addr, "--tcp", "--congestion", "no-such-cc"]);
+    let k = key.to_str().unwrap();
+    let err = failure(&[
+        "perf",
+        &addr,
+        "--tcp",
+        "--congestion",
+        "no-such-cc",
+        "--key-file",
+        k,
+    ]);
     assert!(
         err.contains("no-such-cc") && err.contains("offers"),
         "{err}"
     );
+    // Kernel TCP tests prove the key: a client without it, or with another, is refused.
+    let err = failure(&["perf", &addr, "--tcp", "-n", "1MB", "--insecure"]);
+    assert!(err.contains("asks kernel TCP clients for its key"), "{err}");
+    let other = dir.join("other.key");
+    keygen(&other);
+    let o = other.to_str().unwrap();
+    let err = failure(&["perf", &addr, "--tcp", "-n", "1MB", "--key-file", o]);
+    assert!(err.contains("wrong key"), "{err}");
     let _ = server.kill();
     let _ = server.wait();
+    // Limits set by the server's operator.
+    let (mut small, line) = spawn_reporting(
+        bin().args([
+            "perf",
+            "--server",
+            "--listen",
+            "127.0.0.1:0",
+            "--json",
+            "--max-streams",
+            "1",
+            "--max-seconds",
+            "5",
+            "--key-file",
+            k,
+        ]),
+        false,
+    );
+    let v: serde_json::Value = serde_json::from_str(&line).expect("listening event");
+    let addr = v["addr"].as_str().unwrap().to_string();
+    let err = failure(&["perf", &addr, "-P", "2", "-t", "1", "--key-file", k]);
+    assert!(
+        err.contains("streams must be 1 to 1 on this server"),
+        "{err}"
+    );
+    let err = failure(&["perf", &addr, "-t", "10", "--key-file", k]);
+    assert!(err.contains("at most 5 on this server"), "{err}");
+    let _ = small.kill();
+    let _ = small.wait();
     let _ = std::fs::remove_dir_all(dir);
 }
 

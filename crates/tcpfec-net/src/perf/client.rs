@@ -31,6 +31,8 @@ pub struct Options {
     pub pattern: Pattern,
     /// Seconds from the start whose delays are left out.
     pub omit: f64,
+    /// The pre-shared key, for a kernel TCP test's challenge (`None`: `--insecure`).
+    pub key: Option<crate::Psk>,
 }
 
 /// How the client opens connections.
@@ -216,7 +218,19 @@ pub async fn run(
     let mut ctl_r = control::Reader::new(ctl_r);
     let hello_sent = wall_ns();
     control::send(&mut ctl_w, &Message::Hello(hello.clone())).await?;
-    let clock = match ctl_r.next().await? {
+    let mut answer = ctl_r.next().await?;
+    if let Some(Message::Challenge { nonce }) = &answer {
+        let Some(key) = &opts.key else {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the server asks kernel TCP clients for its key: give --key-file",
+            ));
+        };
+        let proof = control::proof(key, nonce, hello.test_id);
+        control::send(&mut ctl_w, &Message::Proof { proof }).await?;
+        answer = ctl_r.next().await?;
+    }
+    let clock = match answer {
         Some(Message::Accept { clock_ns }) => {
             let back = wall_ns();
             // How the server reads this side's stamps, and how this side reads its.

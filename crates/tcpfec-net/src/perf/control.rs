@@ -8,8 +8,9 @@ use std::io;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
 /// Version of the exchange; a server refuses a client of another version (2: tests of
-/// delay, and the clock exchange that reads their stamps).
-pub const VERSION: u32 = 2;
+/// delay, and the clock exchange that reads their stamps; 3: the key challenge of kernel
+/// TCP tests).
+pub const VERSION: u32 = 3;
 
 /// First bytes of a data connection, so the server tells it from a control connection
 /// (which starts with `{`).
@@ -105,6 +106,16 @@ pub enum Message {
     },
     /// Client → server, right after the accept: how the server reads the client's stamps.
     Clock(Clock),
+    /// Server → client, for a kernel TCP test on a server with a key: prove you hold it.
+    Challenge {
+        /// 16 random bytes, hex.
+        nonce: String,
+    },
+    /// Client → server: the answer to a challenge ([`proof`]).
+    Proof {
+        /// Hex.
+        proof: String,
+    },
     /// Server → client: refused, with the reason.
     Refuse {
         /// Why.
@@ -123,6 +134,21 @@ pub enum Message {
     },
     /// Either way, once its data is done: this side's totals.
     Done(SideEnd),
+}
+
+/// The answer to a challenge: a keyed hash of the nonce and the test id under the
+/// pre-shared key (hex). Kernel TCP carries the control connection in the clear, so this
+/// proves the client holds the key without revealing it; the test id binds the proof to
+/// this test.
+pub fn proof(key: &crate::Psk, nonce: &str, test_id: u64) -> String {
+    let mut h = blake3::Hasher::new_keyed(&key.0);
+    h.update(b"tcpfec perf challenge");
+    h.update(nonce.as_bytes());
+    h.update(&test_id.to_be_bytes());
+    h.finalize().as_bytes()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Writes one message as a JSON line.

@@ -27,6 +27,32 @@ pub const MAX_BYTES: u64 = 1 << 40;
 /// How long a test waits for its data connections.
 const GATHER: Duration = Duration::from_secs(10);
 
+/// What a server accepts.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Kernel TCP tests must prove they hold this key (a challenge on the control line:
+    /// their connections are not encrypted); `None` (`--insecure`) accepts any client.
+    /// tcpfec tests prove it by their handshake.
+    pub key: Option<crate::Psk>,
+    /// Longest test, seconds.
+    pub max_seconds: f64,
+    /// Most data connections per test.
+    pub max_streams: u32,
+    /// Largest byte count per test.
+    pub max_bytes: u64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            key: None,
+            max_seconds: MAX_SECONDS,
+            max_streams: MAX_STREAMS,
+            max_bytes: MAX_BYTES,
+        }
+    }
+}
+
 /// What the server tells its operator.
 #[derive(Debug, Clone)]
 pub enum Event {
@@ -76,9 +102,11 @@ struct Slot {
 pub async fn serve(
     endpoint: Option<Arc<Endpoint>>,
     tcp: Option<TcpListener>,
+    policy: Policy,
     log: Arc<dyn Fn(Event) + Send + Sync>,
 ) {
     let pending = Arc::new(Pending::default());
+    let policy = Arc::new(policy);
     loop {
         let (stream, probe, peer, transport): (BoxStream, Probe, SocketAddr, &'static str) = tokio::select! {
             s = async { endpoint.as_ref()?.accept().await }, if endpoint.is_some() => {
@@ -94,9 +122,10 @@ pub async fn serve(
                 (Box::new(s), probe, peer, "TCP")
             }
         };
-        let (pending, log) = (pending.clone(), log.clone());
+        let (pending, log, policy) = (pending.clone(), log.clone(), policy.clone());
         tokio::spawn(async move {
-            if let Err(e) = on_connection(stream, probe, peer, transport, &pending, &log).await {
+            let r = on_connection(stream, probe, peer, transport, &pending, &policy, &log).await;
+            if let Err(e) = r {
                 log(Event::Failed {
                     peer,
                     error: e.to_string(),
@@ -114,6 +143,7 @@ async fn on_connection(
     peer: SocketAddr,
     transport: &'static str,
     pending: &Pending,
+    policy: &Policy,
     log: &Arc<dyn Fn(Event) + Send + Sync>,
 ) -> io::Result<()> {
     let mut r = BufReader::new(stream);
@@ -123,7 +153,7 @@ async fn on_connection(
         .first()
         .copied();
     match first {
-        Some(b'{') => control_connection(Box::new(r), peer, transport, pending, log).await,
+        Some(b'{') => control_connection(Box::new(r), peer, transport, pending, policy, log).await,
         Some(b) if b == control::DATA_MAGIC[0] => {
             // A partial header is timed out like a silent connection.
             let mut h = [0u8; DataHeader::LEN];
@@ -158,6 +188,7 @@ async fn control_connection(
     peer: SocketAddr,
     transport: &'static str,
     pending: &Pending,
+    policy: &Policy,
     log: &Arc<dyn Fn(Event) + Send + Sync>,
 ) -> io::Result<()> {
     let (ctl_r, mut ctl_w) = tokio::io::split(ctl);
@@ -175,7 +206,30 @@ async fn control_connection(
             _ => return Err(control::invalid("expected hello")),
         },
     };
-    if let Err(reason) = check(&hello) {
+    if let (Some(key), "TCP") = (&policy.key, transport) {
+        // Kernel TCP is not encrypted: the client proves it holds the key.
+        let nonce = random_nonce();
+        control::send(
+            &mut ctl_w,
+            &Message::Challenge {
+                nonce: nonce.clone(),
+            },
+        )
+        .await?;
+        let proof = match tokio::time::timeout(GATHER, ctl_r.next()).await {
+            Ok(Ok(Some(Message::Proof { proof }))) => proof,
+            Ok(Err(e)) => return Err(e),
+            _ => {
+                let reason = "no answer to the key challenge".to_string();
+                return Err(refuse(&mut ctl_w, io::ErrorKind::PermissionDenied, reason).await);
+            }
+        };
+        if proof != control::proof(key, &nonce, hello.test_id) {
+            let reason = "wrong key (kernel TCP tests need the server's --key-file)".to_string();
+            return Err(refuse(&mut ctl_w, io::ErrorKind::PermissionDenied, reason).await);
+        }
+    }
+    if let Err(reason) = check(&hello, policy) {
         return Err(refuse(&mut ctl_w, io::ErrorKind::InvalidInput, reason).await);
     }
     let ready = Arc::new(Notify::new());
@@ -295,7 +349,14 @@ async fn refuse<W: tokio::io::AsyncWrite + Unpin>(
     }
 }
 
-fn check(h: &Hello) -> Result<(), String> {
+/// 16 random bytes, hex.
+fn random_nonce() -> String {
+    let mut b = [0u8; 16];
+    getrandom::getrandom(&mut b).expect("OS random source");
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn check(h: &Hello, policy: &Policy) -> Result<(), String> {
     if h.version != control::VERSION {
         return Err(format!(
             "perf protocol version {} (this server speaks {})",
@@ -303,14 +364,22 @@ fn check(h: &Hello) -> Result<(), String> {
             control::VERSION
         ));
     }
-    if h.streams == 0 || h.streams > MAX_STREAMS {
-        return Err(format!("streams must be 1 to {MAX_STREAMS}"));
+    let Policy {
+        max_streams,
+        max_bytes,
+        max_seconds,
+        ..
+    } = *policy;
+    if h.streams == 0 || h.streams > max_streams {
+        return Err(format!("streams must be 1 to {max_streams} on this server"));
     }
-    if h.bytes.is_some_and(|b| b == 0 || b > MAX_BYTES) {
-        return Err(format!("bytes must be 1 to {MAX_BYTES} (1 TiB)"));
+    if h.bytes.is_some_and(|b| b == 0 || b > max_bytes) {
+        return Err(format!("bytes must be 1 to {max_bytes} on this server"));
     }
-    if h.bytes.is_none() && !(h.seconds > 0.0 && h.seconds <= MAX_SECONDS) {
-        return Err(format!("seconds must be above 0 and at most {MAX_SECONDS}"));
+    if h.bytes.is_none() && !(h.seconds > 0.0 && h.seconds <= max_seconds) {
+        return Err(format!(
+            "seconds must be above 0 and at most {max_seconds} on this server"
+        ));
     }
     if !(h.interval >= 0.1 && h.interval <= 3600.0) {
         return Err("interval must be 0.1 to 3600 seconds".into());
@@ -370,7 +439,7 @@ mod tests {
                 f.lock().unwrap().push(error);
             }
         });
-        tokio::spawn(serve(None, Some(listener), log));
+        tokio::spawn(serve(None, Some(listener), Policy::default(), log));
         let start = tokio::time::Instant::now();
         let mut held = Vec::new();
         for opening in [&control::DATA_MAGIC[..1], b"{\"hello\":".as_slice(), b""] {
@@ -413,12 +482,26 @@ mod tests {
             pattern: Pattern::Bulk,
             omit: 0.0,
         };
-        assert_eq!(check(&h), Ok(()));
+        let p = Policy::default();
+        assert_eq!(check(&h, &p), Ok(()));
         h.bytes = Some(u64::MAX);
-        assert!(check(&h).unwrap_err().contains("1 TiB"));
+        assert!(check(&h, &p)
+            .unwrap_err()
+            .contains("bytes must be 1 to 1099511627776"));
         h.bytes = Some(0);
-        assert!(check(&h).is_err());
+        assert!(check(&h, &p).is_err());
         h.bytes = Some(MAX_BYTES);
-        assert_eq!(check(&h), Ok(()));
+        assert_eq!(check(&h, &p), Ok(()));
+        // A server configured smaller refuses more.
+        let small = Policy {
+            max_bytes: 1000,
+            max_streams: 1,
+            ..Policy::default()
+        };
+        assert!(check(&h, &small).unwrap_err().contains("1 to 1000"));
+        h.bytes = Some(1000);
+        assert!(check(&h, &small)
+            .unwrap_err()
+            .contains("streams must be 1 to 1"));
     }
 }
