@@ -242,6 +242,7 @@ pub fn run(plan: &Plan) -> Result<(), String> {
     if !emu::privileged() {
         return Err("bench net --emu needs root (network namespaces, TUN devices)".into());
     }
+    remove_abandoned_namespaces();
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let dir = std::env::temp_dir().join(format!("tcpfec-emu-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -364,6 +365,31 @@ pub fn run(plan: &Plan) -> Result<(), String> {
 }
 
 /// `tcpfec perf --server` in side b, stopped when dropped.
+/// The namespaces a bench killed by a signal left behind (`tfbenchPID-a`, `-b`, named
+/// after a process that no longer runs): removed, each with a line saying so. A run
+/// interrupted by SIGINT or SIGKILL cannot remove its own.
+fn remove_abandoned_namespaces() {
+    let Ok(dir) = std::fs::read_dir("/run/netns") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("tfbench")
+            .and_then(|r| r.strip_suffix("-a").or_else(|| r.strip_suffix("-b")))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let gone = Command::new("ip").args(["netns", "del", &name]).status();
+            if gone.is_ok_and(|s| s.success()) {
+                eprintln!("removed network namespace {name}, left by an interrupted bench");
+            }
+        }
+    }
+}
+
 fn start_server(exe: &Path, ns: &str, key: &Path) -> Result<Killed, String> {
     let mut cmd = netns_exec(ns, exe);
     cmd.args(["perf", "--server", "--json", "--listen"])

@@ -8,6 +8,7 @@ mod loopback_bench;
 mod net_bench;
 mod net_cli;
 mod perf_cli;
+mod soak_bench;
 mod validate_kernel;
 
 use clap::{Parser, Subcommand};
@@ -202,6 +203,13 @@ enum BenchWhat {
         #[arg(long, value_name = "DIR")]
         save_failures: Option<PathBuf>,
     },
+    /// Long run: a file transfer and a tunnel through the relay for --minutes, through
+    /// loss phases, Gilbert-Elliott bursts and relay restarts (each moves the connections
+    /// to a new address); every byte checked, memory and descriptors sampled; then many
+    /// idle tunnel connections on one server. Exits non-zero if a byte is wrong, a stall
+    /// outlasts its outage by more than three RTO caps, or memory or descriptors keep
+    /// growing.
+    Soak(soak_bench::SoakArgs),
     /// Erasure-code speed: XOR, Reed-Solomon and RaptorQ encode and decode MB/s.
     Codes {
         /// Seconds per measurement.
@@ -325,6 +333,9 @@ fn main() -> ExitCode {
         Command::Bench {
             what: BenchWhat::Codes { seconds },
         } => bench::codes(seconds),
+        Command::Bench {
+            what: BenchWhat::Soak(a),
+        } => soak_bench::run(a),
         Command::Bench {
             what:
                 BenchWhat::Fuzz {

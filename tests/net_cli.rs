@@ -797,3 +797,44 @@ fn perf_without_gso_and_gro_moves_every_byte() {
     let _ = server.wait();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The soak's short version: half a minute of transfer and tunnel through four loss phases
+/// and three relay restarts (1 s outages), every byte checked, no stall past its bound,
+/// descriptors flat, and 20 idle tunnel connections measured on a tunnel server.
+#[test]
+fn a_short_soak_verifies_every_byte_through_restarts() {
+    let o = bin()
+        .args([
+            "bench",
+            "soak",
+            "--minutes",
+            "0.5",
+            "--idle-connections",
+            "20",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let summary: serde_json::Value = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "summary")
+        .unwrap_or_else(|| panic!("no summary: {out}{}", String::from_utf8_lossy(&o.stderr)));
+    assert!(o.status.success(), "{summary}");
+    assert_eq!(summary["ok"], true, "{summary}");
+    assert!(
+        summary["bytes_verified"].as_u64().unwrap() > 10_000_000,
+        "{summary}"
+    );
+    assert!(
+        summary["echoes_verified"].as_u64().unwrap() > 100,
+        "{summary}"
+    );
+    assert!(
+        summary["longest_transfer_stall_s"].as_f64().unwrap()
+            <= summary["stall_bound_s"].as_f64().unwrap()
+    );
+    let per = summary["idle_server_kb_per_connection"].as_f64().unwrap();
+    assert!(per > 0.0 && per < 1024.0, "{per} kB per idle connection");
+}
