@@ -33,10 +33,10 @@ pub struct Options {
 
 /// Runs the sweep (or its shard) and prints and writes what `opts` asks for.
 pub fn run(opts: &Options) -> Result<(), String> {
-    let mut runs = opts.axes.expand(opts.seed, opts.seeds, &opts.limits)?;
     if let Some(shard) = opts.shard {
-        return run_shard(opts, &runs, shard);
+        return run_shard(opts, shard);
     }
+    let mut runs = opts.axes.expand(opts.seed, opts.seeds, &opts.limits)?;
     opts.limits.check(&runs)?;
     if opts.trace.is_some() {
         for r in &mut runs {
@@ -67,7 +67,11 @@ fn spec(opts: &Options) -> SweepSpec {
     }
 }
 
-fn run_shard(opts: &Options, runs: &[Run], shard: Shard) -> Result<(), String> {
+/// Runs one shard. A sweep of up to [`crate::shard::STREAMED_SPLIT`] runs is built and
+/// dealt by cost; a larger one is dealt in run order while its runs are built one at a
+/// time, and only this shard's are kept, so the shard's memory does not grow with the
+/// sweep.
+fn run_shard(opts: &Options, shard: Shard) -> Result<(), String> {
     let Some(dir) = &opts.csv else {
         return Err(
             "--shard needs --csv DIR: the shard's rows and manifest go to \
@@ -79,7 +83,33 @@ fn run_shard(opts: &Options, runs: &[Run], shard: Shard) -> Result<(), String> {
         return Err("--trace cannot be sharded: time series are written by one process".into());
     }
     let out = dir.join(shard.dir_name());
-    let (ids, outcomes) = crate::shard::run("sim", runs, shard, &opts.limits, opts.progress, &out)?;
+    let sweep = opts.axes.expansion(opts.seed, opts.seeds, &opts.limits)?;
+    let total = sweep.len();
+    let (ids, outcomes) = if total <= crate::shard::STREAMED_SPLIT {
+        let runs = (0..total)
+            .map(|i| sweep.run(i))
+            .collect::<Result<Vec<Run>, String>>()?;
+        crate::shard::run("sim", &runs, shard, &opts.limits, opts.progress, &out)?
+    } else {
+        let ids = crate::shard::select_streamed(
+            total,
+            |i| Ok(sweep.run(i)?.scenario.estimated_events()),
+            shard,
+        )?;
+        let mine = ids
+            .iter()
+            .map(|&i| sweep.run(i))
+            .collect::<Result<Vec<Run>, String>>()?;
+        crate::shard::run_selected(
+            "sim",
+            (ids, mine),
+            total,
+            shard,
+            &opts.limits,
+            opts.progress,
+            &out,
+        )?
+    };
     print_outcomes(opts, &outcomes);
     let sweep = spec(opts);
     Manifest {
@@ -89,7 +119,7 @@ fn run_shard(opts: &Options, runs: &[Run], shard: Shard) -> Result<(), String> {
         seeds: Some(opts.seeds),
         shard: shard.index,
         shards: shard.count,
-        total_runs: runs.len(),
+        total_runs: total,
         runs: ids,
         version: env!("CARGO_PKG_VERSION").into(),
         sweep: Some(sweep),

@@ -204,6 +204,43 @@ pub struct Axes {
     values: BTreeMap<String, Vec<String>>,
 }
 
+/// The runs of a sweep, each built when asked for ([`Axes::expansion`]).
+#[derive(Debug, Clone)]
+pub struct Expansion {
+    /// Every axis with its values, in [`AXES`] order (the last varies fastest).
+    axes: Vec<(String, Vec<String>)>,
+    seed: u64,
+    seeds: u64,
+    len: usize,
+}
+
+impl Expansion {
+    /// Runs in the sweep.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a sweep without runs (never: every axis has a value).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Run `i`: point `i / seeds` of the axes' product (the last axis varies fastest),
+    /// with seed `seed + i % seeds`.
+    pub fn run(&self, i: usize) -> Result<Run, String> {
+        let seeds = self.seeds as usize;
+        let mut point = i / seeds;
+        let mut params = vec![(String::new(), String::new()); self.axes.len()];
+        for (slot, (axis, values)) in params.iter_mut().zip(&self.axes).rev() {
+            *slot = (axis.clone(), values[point % values.len()].clone());
+            point /= values.len();
+        }
+        let mut scenario = scenario_of(&params)?;
+        scenario.seed = self.seed + (i % seeds) as u64;
+        Ok(Run { params, scenario })
+    }
+}
+
 /// One run of a sweep: the axis values that define it and the parsed scenario.
 #[derive(Debug, Clone)]
 pub struct Run {
@@ -308,6 +345,13 @@ impl Axes {
     /// Expands into runs: cartesian product of all axes, each with seeds `seed..seed+seeds`.
     /// Refuses, before building any, a sweep of more runs than `limits` allow.
     pub fn expand(&self, seed: u64, seeds: u64, limits: &Limits) -> Result<Vec<Run>, String> {
+        let e = self.expansion(seed, seeds, limits)?;
+        (0..e.len()).map(|i| e.run(i)).collect()
+    }
+
+    /// The sweep's runs without building them: [`Expansion::run`] builds run `i` (in the
+    /// order of [`Axes::expand`]) on demand, so a sweep of a million runs need not be held.
+    pub fn expansion(&self, seed: u64, seeds: u64, limits: &Limits) -> Result<Expansion, String> {
         if seeds == 0 {
             return Err("--seeds: must be at least 1".into());
         }
@@ -316,44 +360,30 @@ impl Axes {
                 "--seed: {seed} plus {seeds} seeds is beyond the largest seed"
             ));
         }
-        limits.check_runs(self.run_count(seeds))?;
+        let count = self.run_count(seeds);
+        limits.check_runs(count)?;
         if self.has("ge") && self.has("loss") {
             return Err("--ge and --loss both set: give one loss model".into());
         }
         if self.has("ge-reverse") && self.has("loss-reverse") {
             return Err("--ge-reverse and --loss-reverse both set: give one loss model".into());
         }
-        let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
-        for (axis, default) in AXES {
-            let vals: Vec<String> = match (self.values.get(*axis), default) {
-                (Some(v), _) => v.clone(),
-                (None, Some(d)) => vec![d.to_string()],
-                (None, None) => continue,
-            };
-            points = points
-                .into_iter()
-                .flat_map(|p| {
-                    vals.iter().map(move |v| {
-                        let mut q = p.clone();
-                        q.push((axis.to_string(), v.clone()));
-                        q
-                    })
-                })
-                .collect();
-        }
-        let mut runs = Vec::new();
-        for params in points {
-            let base = scenario_of(&params)?;
-            for s in seed..seed + seeds {
-                let mut scenario = base.clone();
-                scenario.seed = s;
-                runs.push(Run {
-                    params: params.clone(),
-                    scenario,
-                });
-            }
-        }
-        Ok(runs)
+        let axes = AXES
+            .iter()
+            .filter_map(|(axis, default)| match (self.values.get(*axis), default) {
+                (Some(v), _) => Some((axis.to_string(), v.clone())),
+                (None, Some(d)) => Some((axis.to_string(), vec![d.to_string()])),
+                (None, None) => None,
+            })
+            .collect();
+        let len = usize::try_from(count.expect("checked above"))
+            .map_err(|_| "sweep too large for this machine".to_string())?;
+        Ok(Expansion {
+            axes,
+            seed,
+            seeds,
+            len,
+        })
     }
 
     /// Axes that take more than one value (what a sweep varies).
@@ -525,6 +555,35 @@ mod tests {
         assert_eq!(a.swept(), vec!["scheme".to_string(), "delay".to_string()]);
         assert_eq!(runs[0].scenario.delay, Duration::from_millis(10));
         assert_eq!(runs[1].scenario.seed, 2);
+    }
+
+    /// Run `i` of the expansion is run `i` of the list, in the order the list takes
+    /// (points in the axes' product with the last axis fastest, seeds innermost).
+    #[test]
+    fn an_expansion_builds_the_runs_of_the_list_one_at_a_time() {
+        let mut a = Axes::default();
+        a.set("scheme", "sack,cubic,auto").unwrap();
+        a.set("delay", "10ms,20ms").unwrap();
+        a.set("loss", "0,1%").unwrap();
+        let list = a.expand(5, 3, &Limits::default()).unwrap();
+        let e = a.expansion(5, 3, &Limits::default()).unwrap();
+        assert_eq!(e.len(), 36);
+        for (i, r) in list.iter().enumerate() {
+            let one = e.run(i).unwrap();
+            assert_eq!(one.params, r.params, "run {i}");
+            assert_eq!(one.scenario.seed, r.scenario.seed, "run {i}");
+            assert_eq!(
+                format!("{:?}", one.scenario),
+                format!("{:?}", r.scenario),
+                "run {i}"
+            );
+        }
+        // A sweep larger than the limit is refused before anything is built.
+        let limits = Limits {
+            max_runs: 35,
+            i_know: false,
+        };
+        assert!(a.expansion(5, 3, &limits).is_err());
     }
 
     #[test]
