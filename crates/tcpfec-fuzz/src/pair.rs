@@ -102,6 +102,13 @@ const SPIN: u32 = 1000;
 /// Events in all before a run counts as hung. The longest schedule a fuzzer writes
 /// (4 KiB) spans at most a few million events.
 const MAX_EVENTS: u64 = 20_000_000;
+/// Events with nothing in flight (only timers firing) before a run stops without a
+/// verdict. A scheme with a per-RTT timer (AFEC) fires it through every backed-off
+/// silence, thousands of times each, and a schedule of drops can chain thousands of
+/// silences: such inputs took seconds each and held the fuzzer below a thousand runs a
+/// second while adding nothing the first few silences had not shown. A genuine stall is
+/// still caught first by [`SILENCE`], and a spin at one instant by [`SPIN`].
+pub const MAX_TIMER_EVENTS: u64 = 200_000;
 
 /// What the pair input's first bytes choose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -524,6 +531,8 @@ pub fn run_traced(
     let mut events = 0u64;
     let mut last_sent = (0u64, 0u64); // (datagrams, time of the last one)
     let mut same_instant = 0u32;
+    let mut timer_events = 0u64;
+    let mut timer_budget_spent = false;
     let failure = loop {
         let t = Instant(now);
         for (app, e) in apps.iter_mut().zip([&mut client, &mut server]) {
@@ -577,6 +586,13 @@ pub fn run_traced(
         let Some(next) = next_packet.into_iter().chain(next_timer).min() else {
             break Some("stalled: nothing in flight and no timer set".into());
         };
+        if next_packet.is_none() {
+            timer_events += 1;
+            if timer_events > MAX_TIMER_EVENTS {
+                timer_budget_spent = true;
+                break Some("stopped: timer budget spent".into());
+            }
+        }
         // A timer that is still due once handled (and the packets it asked for sent)
         // would make a driver that sleeps until the next deadline spin.
         if next <= now {
@@ -619,6 +635,11 @@ pub fn run_traced(
         sim_time: Duration::from_nanos(now),
         failure,
     };
+    if timer_budget_spent {
+        // Not a verdict either way: the run was cut short (see MAX_TIMER_EVENTS).
+        out.failure = None;
+        out.missing = 0;
+    }
     if setup.insecure {
         // Without integrity, flipped payload bits are delivered as data: only a panic or
         // a hang of the engine is a finding.

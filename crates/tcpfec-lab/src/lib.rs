@@ -22,4 +22,5 @@ pub mod shard;
 pub mod sim;
 pub mod sweep;
 pub mod targets;
+pub mod toml_check;
 pub mod validate;

@@ -189,6 +189,30 @@ fn load(name: &str) -> Result<(Experiment, String), String> {
     Ok((exp, crate::shard::text_hash(&text)))
 }
 
+/// Parses experiment `text` and plans its runs as `reproduce --quick` would, refusing more
+/// than `max_runs`; returns how many runs it has. Reads nothing else and simulates
+/// nothing: for checking an experiment file (and for fuzzing the parser).
+pub fn plan_text(text: &str, max_runs: u64) -> Result<usize, String> {
+    let exp: Experiment = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    let opts = Options {
+        experiment: String::new(),
+        quick: true,
+        seeds: None,
+        out: None,
+        progress: false,
+        report_only: false,
+        shard: None,
+        limits: Limits {
+            max_runs,
+            i_know: false,
+        },
+    };
+    let mut base = exp.base.clone();
+    base.extend(exp.quick_base.clone());
+    let (runs, _) = plan(&exp, &opts, exp.quick_seeds, &base)?;
+    Ok(runs.len())
+}
+
 /// An experiment expanded into its runs: what a whole run, a shard and a merge start from.
 struct Planned {
     exp: Experiment,
