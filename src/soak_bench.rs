@@ -585,7 +585,6 @@ fn report(
 /// server` (this program, as child processes) and leaves them idle after one echo each;
 /// returns (n, the server's RSS before, kB per connection).
 async fn idle_connections(n: usize) -> Result<(usize, f64, f64), String> {
-    use std::process::{Command, Stdio};
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dir = std::env::temp_dir().join(format!("tcpfec-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -603,63 +602,23 @@ async fn idle_connections(n: usize) -> Result<(usize, f64, f64), String> {
             });
         }
     });
-    let first_line = |child: &mut std::process::Child| -> Result<serde_json::Value, String> {
-        use std::io::BufRead;
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.as_mut().expect("piped"))
-            .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
-        serde_json::from_str(&line).map_err(|e| format!("{e}: {line}"))
-    };
     let limit = (n + 16).to_string();
-    let mut server = Command::new(&exe)
-        .args([
-            "tunnel",
+    let (mut server, server_addr) = tunnel_end(
+        &exe,
+        &[
             "server",
-            "--listen",
-            "127.0.0.1:0",
-            "--json",
             "--threads",
             "1",
-        ])
-        .args([
             "--max-connections",
             &limit,
             "--max-per-peer",
             &limit,
             "--to",
-        ])
-        .arg(echo_addr.to_string())
-        .arg("--key-file")
-        .arg(&key)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let server_addr = first_line(&mut server)?["addr"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let mut client = Command::new(&exe)
-        .args([
-            "tunnel",
-            "client",
-            "--listen",
-            "127.0.0.1:0",
-            "--json",
-            "--server",
-            &server_addr,
-        ])
-        .arg("--key-file")
-        .arg(&key)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let entry = first_line(&mut client)?["addr"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+            &echo_addr.to_string(),
+        ],
+        &key,
+    )?;
+    let (mut client, entry) = tunnel_end(&exe, &["client", "--server", &server_addr], &key)?;
     let pid = server.id().to_string();
     let before = rss_and_fds(&pid).0 as f64;
     let mut held = Vec::with_capacity(n);
@@ -688,4 +647,31 @@ async fn idle_connections(n: usize) -> Result<(usize, f64, f64), String> {
     let _ = client.wait();
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// Starts `tcpfec tunnel ARGS` (this program) on an ephemeral loopback port with `--json`
+/// and `key`; returns it and the address its listening event names.
+fn tunnel_end(
+    exe: &std::path::Path,
+    args: &[&str],
+    key: &std::path::Path,
+) -> Result<(std::process::Child, String), String> {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(exe)
+        .arg("tunnel")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0", "--json", "--key-file"])
+        .arg(key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().expect("piped"))
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| format!("{e}: {line}"))?;
+    let addr = v["addr"].as_str().unwrap_or_default().to_string();
+    Ok((child, addr))
 }

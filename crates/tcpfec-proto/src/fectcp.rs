@@ -645,31 +645,11 @@ mod tests {
         let (mut a, mut b) = (Fectcp::new(cfg()), Fectcp::new(cfg()));
         a.write(Bytes::from(data.clone()));
         a.finish();
-        let mut wire: Vec<(u64, bool, Packet)> = Vec::new(); // (arrival ms, to b?, packet)
+        let mut wire = Vec::new();
         let mut got = Vec::new();
         let mut needed = 0;
         for t in 0..200_000u64 {
-            let now = ms(t);
-            let (arrive, rest): (Vec<_>, Vec<_>) = wire.into_iter().partition(|w| w.0 <= t);
-            wire = rest;
-            for (_, to_b, p) in arrive {
-                if to_b {
-                    b.handle_packet(now, p);
-                } else {
-                    a.handle_packet(now, p);
-                }
-            }
-            if a.poll_timeout().is_some_and(|d| d <= now) {
-                a.handle_timeout(now);
-            }
-            while let Some(p) = a.poll_packet(now) {
-                if !drop(p.seg) {
-                    wire.push((t + 20, true, p));
-                }
-            }
-            while let Some(p) = b.poll_packet(now) {
-                wire.push((t + 20, false, p));
-            }
+            step(&mut wire, t, &mut a, &mut b, &drop);
             while let Some(c) = b.read_chunk() {
                 needed = b.last_block_symbols().expect("a block was rebuilt");
                 got.extend_from_slice(&c);
@@ -682,31 +662,43 @@ mod tests {
         panic!("transfer did not finish");
     }
 
-    /// Runs `a` against `b` over a 20 ms wire for up to `ms_total` milliseconds.
-    fn exchange(a: &mut Fectcp, b: &mut Fectcp, ms_total: u64) {
-        let mut wire: Vec<(u64, bool, Packet)> = Vec::new();
-        for t in 0..ms_total {
-            let now = ms(t);
-            let (arrive, rest): (Vec<_>, Vec<_>) = wire.into_iter().partition(|w| w.0 <= t);
-            wire = rest;
-            for (_, to_b, p) in arrive {
-                if to_b {
-                    b.handle_packet(now, p);
-                } else {
-                    a.handle_packet(now, p);
-                }
+    /// Packets on a 20 ms wire: (arrival ms, to `b`?, packet).
+    type Wire = Vec<(u64, bool, Packet)>;
+
+    /// Millisecond `t` of the wire between `a` and `b`: delivers what is due, fires the
+    /// timers that are due, and sends what each has (`a`'s symbols that `drop` picks are
+    /// lost).
+    fn step(wire: &mut Wire, t: u64, a: &mut Fectcp, b: &mut Fectcp, drop: &impl Fn(u64) -> bool) {
+        let now = ms(t);
+        let (arrive, rest): (Wire, Wire) = std::mem::take(wire).into_iter().partition(|w| w.0 <= t);
+        *wire = rest;
+        for (_, to_b, p) in arrive {
+            if to_b {
+                b.handle_packet(now, p);
+            } else {
+                a.handle_packet(now, p);
             }
-            for e in [&mut *a, &mut *b] {
-                if e.poll_timeout().is_some_and(|d| d <= now) {
-                    e.handle_timeout(now);
-                }
+        }
+        for e in [&mut *a, &mut *b] {
+            if e.poll_timeout().is_some_and(|d| d <= now) {
+                e.handle_timeout(now);
             }
-            while let Some(p) = a.poll_packet(now) {
+        }
+        while let Some(p) = a.poll_packet(now) {
+            if !drop(p.seg) {
                 wire.push((t + 20, true, p));
             }
-            while let Some(p) = b.poll_packet(now) {
-                wire.push((t + 20, false, p));
-            }
+        }
+        while let Some(p) = b.poll_packet(now) {
+            wire.push((t + 20, false, p));
+        }
+    }
+
+    /// Runs `a` against `b` over the wire for `ms_total` milliseconds, nothing lost.
+    fn exchange(a: &mut Fectcp, b: &mut Fectcp, ms_total: u64) {
+        let mut wire = Vec::new();
+        for t in 0..ms_total {
+            step(&mut wire, t, a, b, &|_| false);
         }
     }
 
