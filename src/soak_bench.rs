@@ -235,18 +235,7 @@ async fn soak(a: SoakArgs, total: Duration, outage: Duration) -> Result<(), Stri
     )
     .await?;
     // The tunnel: an echo target, a tunnel server, a relay, a tunnel client.
-    let echo = tokio::net::TcpListener::bind(local)
-        .await
-        .map_err(|e| e.to_string())?;
-    let echo_addr = echo.local_addr().map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = echo.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
+    let echo_addr = tcp_echo().await?;
     let tunnel_server = Arc::new(
         Endpoint::server(local, cfg.clone(), 1)
             .await
@@ -590,18 +579,7 @@ async fn idle_connections(n: usize) -> Result<(usize, f64, f64), String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let key = dir.join("key");
     Psk::generate().write_new(&key).map_err(|e| e.to_string())?;
-    let echo = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
-    let echo_addr = echo.local_addr().map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = echo.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
+    let echo_addr = tcp_echo().await?;
     let limit = (n + 16).to_string();
     let (mut server, server_addr) = tunnel_end(
         &exe,
@@ -674,4 +652,21 @@ fn tunnel_end(
     let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| format!("{e}: {line}"))?;
     let addr = v["addr"].as_str().unwrap_or_default().to_string();
     Ok((child, addr))
+}
+
+/// A TCP echo server on loopback, for the tunnels to forward to; its address.
+async fn tcp_echo() -> Result<SocketAddr, String> {
+    let echo = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = echo.local_addr().map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = echo.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    Ok(addr)
 }
