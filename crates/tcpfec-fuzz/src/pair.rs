@@ -635,15 +635,15 @@ pub fn run_traced(
         sim_time: Duration::from_nanos(now),
         failure,
     };
-    if timer_budget_spent {
-        // Not a verdict either way: the run was cut short (see MAX_TIMER_EVENTS).
-        out.failure = None;
-        out.missing = 0;
-    }
     if setup.insecure {
         // Without integrity, flipped payload bits are delivered as data: only a panic or
         // a hang of the engine is a finding.
         out.failure = None;
+    } else if timer_budget_spent {
+        // Cut short (see MAX_TIMER_EVENTS): what is missing is no verdict, a wrong byte is.
+        out.missing = 0;
+        out.failure =
+            (wrong > 0).then(|| format!("{wrong} wrong bytes when the run was cut short"));
     } else if out.failure.is_none() && (wrong > 0 || missing > 0) {
         out.failure = Some(format!("{wrong} wrong and {missing} missing bytes"));
     } else if let Some(f) = &mut out.failure {

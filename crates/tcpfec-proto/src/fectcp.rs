@@ -15,7 +15,9 @@
 
 use crate::config::{Config, FectcpParams};
 use crate::connection::ConnError;
-use crate::fec::fountain::{max_block, parameters, FountainDecoder, FountainEncoder};
+use crate::fec::fountain::{
+    max_block, parameters, FountainDecoder, FountainEncoder, PAYLOAD_ID_LEN,
+};
 use crate::rtt::RttEstimator;
 use crate::stats::Stats;
 use crate::time::Instant;
@@ -27,6 +29,16 @@ use std::collections::VecDeque;
 /// The smallest symbol a full-size block may use, bytes: bounds the decoder's symbol
 /// count by the receive window (see `Fectcp::decoder_for`).
 const MIN_SYMBOL_BYTES: u64 = 256;
+/// Most source symbols in one block, whatever the window: RaptorQ's encoder and decoder
+/// take about 2 kB per symbol besides the data (a 64 MiB block of 96-byte symbols took
+/// 1.4 GB to encode).
+const MAX_BLOCK_SYMBOLS: u64 = 1 << 16;
+
+/// Source symbols a block may have under a receive window of `window` bytes: both ends
+/// apply it, the sender to the blocks it fills, the receiver to those it decodes.
+fn max_symbols(window: u32) -> u64 {
+    (u64::from(window) / MIN_SYMBOL_BYTES).clamp(1024, MAX_BLOCK_SYMBOLS)
+}
 
 /// The sending half: the block being transferred and the window.
 #[derive(Debug)]
@@ -157,9 +169,18 @@ impl Fectcp {
     }
 
     /// The largest block, bytes: what its symbols can carry (small segments hold small
-    /// symbols, and so a smaller block, see `max_block`) and the peer's window allows.
+    /// symbols, and so a smaller block, see `max_block`) and the peer's window allows
+    /// (without a handshake that told it, this side's own, which peers share). Encoding
+    /// takes two to three times the block in memory: a block of a gigabyte of 96-byte
+    /// symbols took the `engine` fuzz target past 2 GB.
     pub fn block_limit(&self) -> u64 {
-        max_block(self.cfg.mss as usize).min(self.peer_window.map_or(u64::MAX, u64::from))
+        let window = self.peer_window.unwrap_or(self.cfg.recv_window);
+        let symbol = (self.cfg.mss as usize)
+            .saturating_sub(PAYLOAD_ID_LEN)
+            .max(1) as u64;
+        max_block(self.cfg.mss as usize)
+            .min(u64::from(window))
+            .min(max_symbols(window) * symbol)
     }
 
     /// True when the block being written has reached [`Fectcp::block_limit`]: this
@@ -578,13 +599,13 @@ impl Fectcp {
     /// A decoder for a block with these parameters, if it can be decoded within this
     /// side's limits: the block fits the receive window, and its symbols are not so small
     /// that their count (and the decoder's memory per symbol) grows past
-    /// `recv_window / MIN_SYMBOL_BYTES`. A FECTCP block with 1-byte symbols would
-    /// otherwise make the decoder take some 345 MB.
+    /// [`max_symbols`]. A FECTCP block with 1-byte symbols would otherwise make the
+    /// decoder take some 345 MB.
     fn decoder_for(&self, oti: &[u8; 12]) -> Option<FountainDecoder> {
         let params = raptorq::ObjectTransmissionInformation::deserialize(oti);
         let (len, symbol) = (params.transfer_length(), params.symbol_size().max(1) as u64);
-        let window = self.cfg.recv_window as u64;
-        if len > window || len.div_ceil(symbol) > (window / MIN_SYMBOL_BYTES).max(1024) {
+        let window = self.cfg.recv_window;
+        if len > u64::from(window) || len.div_ceil(symbol) > max_symbols(window) {
             return None;
         }
         FountainDecoder::new(oti, self.cfg.mss as usize).ok()

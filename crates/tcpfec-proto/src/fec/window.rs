@@ -243,7 +243,18 @@ impl WindowDecoder {
             self.base = seg;
         }
         if seg < self.base {
-            return; // older than anything a repair may still cover
+            // A segment that arrived after a later one (reordered, or a retransmission):
+            // kept if the window reaches back to it. Dropping it left the decoder
+            // treating a segment it had as missing, and rebuilding (delivering) it a
+            // second time from the next repairs (found by the `fec` fuzz target).
+            let back = (self.base - seg) as usize;
+            if back + self.known.len() > KEEP {
+                return; // older than anything a repair may still cover
+            }
+            for _ in 0..back {
+                self.known.push_front(None);
+            }
+            self.base = seg;
         }
         let span = seg - self.base + 1;
         if span > KEEP as u64 {
@@ -435,6 +446,25 @@ mod tests {
             differ += (coefficient(1, seg) != coefficient(2, seg)) as u32;
         }
         assert!(differ > 990, "{differ}");
+    }
+
+    /// Found by the `fec` fuzz target: segment 2 arrived before segment 1, so the window
+    /// of kept payloads began at 2 and segment 1 was not kept; two repairs over 0..3 then
+    /// "rebuilt" segment 1 again besides the lost segment 0. A segment that arrives out
+    /// of order is kept, and only the lost one is rebuilt.
+    #[test]
+    fn a_segment_arriving_after_a_later_one_is_kept_not_rebuilt_again() {
+        let mut e = encoder(0..3);
+        let mut d = WindowDecoder::default();
+        assert!(d.on_source(2, &payload(2)).is_empty());
+        assert!(d.on_source(1, &payload(1)).is_empty());
+        let r = e.repair(0).unwrap();
+        let got = d.on_repair(r.first, r.count, r.key, &r.payload, 0);
+        assert_eq!(got, vec![(0, payload(0))], "one unknown: segment 0 alone");
+        let r2 = e.repair(0).unwrap();
+        assert!(d
+            .on_repair(r2.first, r2.count, r2.key, &r2.payload, 3)
+            .is_empty());
     }
 
     #[test]
