@@ -247,8 +247,8 @@ impl WindowDecoder {
             // kept if the window reaches back to it. Dropping it left the decoder
             // treating a segment it had as missing, and rebuilding (delivering) it a
             // second time from the next repairs (found by the `fec` fuzz target).
-            let back = (self.base - seg) as usize;
-            if back + self.known.len() > KEEP {
+            let back = self.base - seg;
+            if back > KEEP.saturating_sub(self.known.len()) as u64 {
                 return; // older than anything a repair may still cover
             }
             for _ in 0..back {
@@ -465,6 +465,17 @@ mod tests {
         assert!(d
             .on_repair(r2.first, r2.count, r2.key, &r2.payload, 3)
             .is_empty());
+    }
+
+    /// Found by the `engine` fuzz target: a segment number far below the kept window
+    /// (a hostile or corrupted header) overflowed the reach-back arithmetic.
+    #[test]
+    fn a_segment_far_below_the_window_is_ignored() {
+        let mut d = WindowDecoder::default();
+        assert!(d.on_source(u64::MAX - 1, &payload(1)).is_empty());
+        assert!(d.on_source(0, &payload(2)).is_empty());
+        assert!(d.known_payload(0).is_none());
+        assert!(d.known_payload(u64::MAX - 1).is_some());
     }
 
     #[test]
