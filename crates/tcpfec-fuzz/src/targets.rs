@@ -640,6 +640,10 @@ pub fn engine(data: &[u8]) {
         scheme: scheme.clone(),
         mss: *input.pick(&pair::MSS_CHOICES),
         delayed_ack: role & 2 != 0,
+        // What one input may make the engine hold (FECTCP blocks and decoders, reorder
+        // slots) is bounded by the window; with the default 64 MiB, inputs that fill it
+        // took libFuzzer's process past its 2 GB, where a bound is no finding.
+        recv_window: 4 << 20,
         ..Config::default()
     };
     let mut e = if role & 1 == 0 {
