@@ -260,7 +260,9 @@ impl WindowDecoder {
             }
             self.base = seg;
         }
-        let span = seg - self.base + 1;
+        // Saturating: a hostile segment number at the end of the space (engine fuzz
+        // target) would overflow, and it clears the window like any far jump.
+        let span = (seg - self.base).saturating_add(1);
         if span > KEEP as u64 {
             let drop = span - KEEP as u64;
             if drop >= self.known.len() as u64 {
@@ -471,15 +473,20 @@ mod tests {
             .is_empty());
     }
 
-    /// Found by the `engine` fuzz target: a segment number far below the kept window
-    /// (a hostile or corrupted header) overflowed the reach-back arithmetic.
+    /// Found by the `engine` fuzz target: segment numbers far below the kept window, or
+    /// at the end of the number space (hostile or corrupted headers), overflowed the
+    /// window arithmetic.
     #[test]
-    fn a_segment_far_below_the_window_is_ignored() {
+    fn segment_numbers_far_off_or_at_the_end_of_the_space_are_harmless() {
         let mut d = WindowDecoder::default();
         assert!(d.on_source(u64::MAX - 1, &payload(1)).is_empty());
         assert!(d.on_source(0, &payload(2)).is_empty());
         assert!(d.known_payload(0).is_none());
         assert!(d.known_payload(u64::MAX - 1).is_some());
+        let mut d = WindowDecoder::default();
+        assert!(d.on_source(0, &payload(3)).is_empty());
+        assert!(d.on_source(u64::MAX, &payload(4)).is_empty());
+        assert!(d.known_payload(u64::MAX).is_some());
     }
 
     #[test]
