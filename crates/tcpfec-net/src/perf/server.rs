@@ -495,13 +495,19 @@ mod tests {
         // A server configured smaller refuses more.
         let small = Policy {
             max_bytes: 1000,
-            max_streams: 1,
             ..Policy::default()
         };
-        assert!(check(&h, &small).unwrap_err().contains("1 to 1000"));
-        h.bytes = Some(1000);
         assert!(check(&h, &small)
             .unwrap_err()
-            .contains("streams must be 1 to 1"));
+            .contains("bytes must be 1 to 1000"));
+        h.bytes = Some(1000);
+        assert_eq!(check(&h, &small), Ok(()));
+        let one_stream = Policy {
+            max_streams: 1,
+            ..small
+        };
+        assert!(check(&h, &one_stream)
+            .unwrap_err()
+            .contains("streams must be 1 to 1 on this server"));
     }
 }
