@@ -126,10 +126,10 @@ impl Default for ServerLimits {
     }
 }
 
-/// The connections a tunnel server carries now, in all and per client address.
+/// The connections a tunnel server carries now per client address (the total is
+/// `TunnelStats::active`, changed under the same lock).
 #[derive(Default)]
 struct Active {
-    total: usize,
     per_peer: HashMap<IpAddr, usize>,
 }
 
@@ -143,8 +143,7 @@ struct Admitted {
 impl Drop for Admitted {
     fn drop(&mut self) {
         let mut a = self.active.lock().unwrap_or_else(|p| p.into_inner());
-        a.total -= 1;
-        self.stats.active.store(a.total as u64, Ordering::Relaxed);
+        self.stats.active.fetch_sub(1, Ordering::Relaxed);
         if let Some(n) = a.per_peer.get_mut(&self.peer) {
             *n -= 1;
             if *n == 0 {
@@ -162,7 +161,7 @@ fn admit(
     peer: IpAddr,
 ) -> Result<Admitted, String> {
     let mut a = active.lock().unwrap_or_else(|p| p.into_inner());
-    if a.total >= limits.max_connections {
+    if stats.active.load(Ordering::Relaxed) as usize >= limits.max_connections {
         return Err(format!(
             "the tunnel server carries its limit of {} connections",
             limits.max_connections
@@ -176,8 +175,7 @@ fn admit(
         ));
     }
     *mine += 1;
-    a.total += 1;
-    stats.active.store(a.total as u64, Ordering::Relaxed);
+    stats.active.fetch_add(1, Ordering::Relaxed);
     Ok(Admitted {
         active: active.clone(),
         stats: stats.clone(),
