@@ -40,11 +40,10 @@ struct Codec {
 const CRATE_MATRIX_CACHE: usize = 254;
 
 /// What all codecs and their decode matrices may take together, bytes. Over it, the codecs
-/// used least recently are dropped, their caches with them. Without a budget the
-/// registry's 256 shapes of up to 254 matrices each kept growing: a simulated `auto` flow
-/// at 20 Mb/s, RTT 100 ms, 1 % loss peaked at 37 / 42 / 64 MB after 5 / 15 / 30 min;
-/// with it, 28 / 72 / 72 MB, as fast as before. A budget of 32 MB held 44 MB but cost
-/// 15 % of the simulator's speed (rebuilt codecs, matrices inverted again), 16 MB 36 %.
+/// used least recently are dropped, their caches with them. `auto` uses many shapes and
+/// random losses make many erasure patterns, so without a bound memory keeps growing; a
+/// smaller budget costs speed (rebuilt codecs, matrices inverted again: 15 % of a
+/// simulated `auto` run at 32 MB).
 const MATRIX_BUDGET: usize = 64 << 20;
 
 impl Codec {
