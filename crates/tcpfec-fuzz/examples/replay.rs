@@ -43,8 +43,10 @@ fn main() -> ExitCode {
         // The pair target's outcome is worth printing: run it once, under the same guard.
         let clean = if *name == "pair" {
             std::panic::catch_unwind(|| {
+                let t = std::time::Instant::now();
                 let out = tcpfec_fuzz::pair::run_input(&bytes);
-                println!("{}: {out:?}", f.display());
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                println!("{}: {ms:.2} ms {out:?}", f.display());
                 out.failure.is_none()
             })
             .unwrap_or(false)

@@ -77,6 +77,12 @@ const CLEAN_EVIDENCE: f64 = 1000.0;
 
 /// Measured packets, in BDPs, before the failure target is priced (`AutoControl::target`).
 const PRICED_AFTER_PIPES: f64 = 8.0;
+/// Most packet outcomes one report feeds the channel estimator. The estimator forgets
+/// with a memory of [`SLOW_MEMORY`] packets, so past 16 memories (older weight e⁻¹⁶) more
+/// outcomes of the same mix change nothing it can show; a report claiming more (a peer's
+/// corrupt or hostile counters: up to 2³¹ passed the staleness check) is scaled down to
+/// this many in the same proportions, instead of costing the sender seconds of CPU.
+const MAX_OUTCOMES_PER_REPORT: u64 = 16 * SLOW_MEMORY as u64;
 
 /// `est` with its loss rate raised to what its evidence cannot rule out, roughly the upper
 /// end of a 95 % interval: `p + 2·√(p/n)` over `n` measured packets, and while fewer than
@@ -421,6 +427,13 @@ impl AutoControl {
     /// `received` packets and `lost` in `runs` runs, interleaved evenly: the counters carry
     /// the sufficient statistics of a Gilbert channel, not the order.
     fn observe(&mut self, received: u64, lost: u64, runs: u64) {
+        let (mut received, mut lost, mut runs) = (received, lost, runs);
+        let total = received + lost;
+        if total > MAX_OUTCOMES_PER_REPORT {
+            let scale =
+                |x: u64| (x as u128 * MAX_OUTCOMES_PER_REPORT as u128 / total as u128) as u64;
+            (received, lost, runs) = (scale(received), scale(lost), scale(runs));
+        }
         let runs = runs.clamp(u64::from(lost > 0), lost);
         if runs == 0 {
             self.est.observe_run(received, 0);
@@ -469,6 +482,22 @@ mod tests {
             ..FecFeedback::default()
         };
         (AutoControl::new(AutoParams::default()), fb)
+    }
+
+    #[test]
+    fn a_report_claiming_a_billion_packets_costs_a_bounded_number_of_observations() {
+        let (mut c, mut fb) = start();
+        report(&mut c, &mut fb, 1, (0, 0, 0));
+        report(&mut c, &mut fb, 1, (1 << 30, 1 << 28, 1 << 27));
+        assert!(
+            c.est.observed() <= MAX_OUTCOMES_PER_REPORT,
+            "{}",
+            c.est.observed()
+        );
+        // Scaled down in proportion: the mix it reports is still what the estimate shows.
+        let e = c.est.estimate();
+        assert!((e.loss_rate - 0.2).abs() < 0.01, "{e:?}");
+        assert!((e.mean_burst - 2.0).abs() < 0.1, "{e:?}");
     }
 
     #[test]

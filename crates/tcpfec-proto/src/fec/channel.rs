@@ -91,6 +91,7 @@ pub struct ChannelEstimator {
     fast: Counts,
     last_lost: bool,
     restarts: u64,
+    observed: u64,
 }
 
 impl ChannelEstimator {
@@ -103,6 +104,7 @@ impl ChannelEstimator {
     pub fn observe(&mut self, lost: bool) {
         let starts_run = lost && !self.last_lost;
         self.last_lost = lost;
+        self.observed += 1;
         self.slow.add(lost, starts_run, SLOW_MEMORY);
         self.fast.add(lost, starts_run, FAST_MEMORY);
         if self.fast.packets >= FAST_MEMORY && self.loss_jumped() {
@@ -150,6 +152,11 @@ impl ChannelEstimator {
             mean_burst,
             packets: c.packets,
         }
+    }
+
+    /// Outcomes observed in all.
+    pub fn observed(&self) -> u64 {
+        self.observed
     }
 
     /// How many times a jump in loss restarted the long memory.
