@@ -1,5 +1,6 @@
 //! tcpfec command-line interface: demo, simulation sweeps, scheme list, benchmarks.
 
+mod auth_cli;
 mod child;
 mod emu_bench;
 mod emu_cli;
@@ -104,7 +105,7 @@ enum Command {
         #[command(subcommand)]
         which: ModelWhich,
     },
-    /// Make a pre-shared key file for send, recv and tunnel.
+    /// Make a pre-shared key file, or a key pair (--pair), for send, recv, tunnel and perf.
     Keygen(net_cli::KeygenArgs),
     /// Send files to a `tcpfec recv` over UDP, encrypted, with an end-to-end BLAKE3 check.
     Send(net_cli::SendArgs),

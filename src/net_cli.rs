@@ -22,40 +22,8 @@ use tcpfec_net::{
 };
 use tcpfec_proto::{Scheme, Stats};
 
-/// Key and encryption flags shared by every command that talks.
-#[derive(Args, Clone)]
-pub struct Security {
-    /// Pre-shared key file (make one with `tcpfec keygen --out FILE`; copy it to the peer).
-    #[arg(long, value_name = "FILE")]
-    key_file: Option<PathBuf>,
-    /// No encryption and no authentication: anyone on the path can read and forge
-    /// packets. For research on trusted networks only.
-    #[arg(long)]
-    insecure: bool,
-}
-
-impl Security {
-    pub(crate) fn key(&self) -> Result<Option<Psk>, String> {
-        match (&self.key_file, self.insecure) {
-            (Some(_), true) => Err("--insecure and --key-file exclude each other".into()),
-            (Some(path), false) => Psk::read(path)
-                .map(Some)
-                .map_err(|e| format!("--key-file: {e}")),
-            (None, true) => {
-                eprintln!(
-                    "WARNING: --insecure: NO ENCRYPTION, NO AUTHENTICATION. Anyone on the path \
-                     can read, change and inject data. Use --key-file outside research setups."
-                );
-                Ok(None)
-            }
-            (None, false) => Err(
-                "--key-file FILE is required (make one with `tcpfec keygen --out FILE`), \
-                 or --insecure for an unencrypted research run"
-                    .into(),
-            ),
-        }
-    }
-}
+pub use crate::auth_cli::Security;
+use crate::auth_cli::{ClientAuth, Keys, ServerAuth};
 
 /// Counter output flags.
 #[derive(Args, Clone)]
@@ -134,9 +102,18 @@ impl Validation {
 /// `tcpfec keygen`.
 #[derive(Args)]
 pub struct KeygenArgs {
-    /// Where to write the key (refuses to overwrite; mode 0600).
+    /// Where to write the key (refuses to overwrite; mode 0600). With --pair, the
+    /// private key; the public key goes to FILE.pub.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// A key pair (X25519) instead of a pre-shared key: FILE stays on this machine
+    /// (--identity FILE), FILE.pub goes to the peers (a server lists it in its
+    /// --authorized-keys, a client pins it with --server-key).
+    #[arg(long)]
+    pair: bool,
+    /// With --pair: the comment after the public key in FILE.pub [default: USER@HOST].
+    #[arg(long, requires = "pair")]
+    comment: Option<String>,
 }
 
 /// `tcpfec send`.
@@ -148,6 +125,8 @@ pub struct SendArgs {
     args: Vec<String>,
     #[command(flatten)]
     security: Security,
+    #[command(flatten)]
+    server_auth: ClientAuth,
     /// Congestion-control / FEC scheme for the data direction. The default, auto,
     /// measures the loss at the receiver (rate and burst length, congestion drops left
     /// out) and sizes Reed-Solomon blocks to it: about 1 % repair on a clean path, more as
@@ -177,10 +156,16 @@ pub struct RecvArgs {
     /// Exit after the first connection (exit status says whether it succeeded).
     #[arg(long)]
     once: bool,
+    /// Store each peer's files under its own subdirectory of --out, named as the peer is
+    /// in --authorized-keys (or by its key's fingerprint). Needs --identity.
+    #[arg(long)]
+    out_per_peer: bool,
     #[command(flatten)]
     threads: Threads,
     #[command(flatten)]
     security: Security,
+    #[command(flatten)]
+    peers: ServerAuth,
     #[command(flatten)]
     validation: Validation,
     /// Scheme for the answers this side sends (tiny; the sender chooses its own).
@@ -212,10 +197,16 @@ pub enum TunnelSide {
         /// Most forwarded connections carried at once from one client IP address
         #[arg(long, default_value_t = tunnel::ServerLimits::default().max_per_peer, value_name = "N")]
         max_per_peer: usize,
+        /// Forward only for these peers (names from --authorized-keys; repeat the flag or
+        /// separate with commas). Other peers' connections are closed with the reason.
+        #[arg(long, value_name = "NAME", value_delimiter = ',')]
+        allow_peer: Vec<String>,
         #[command(flatten)]
         threads: Threads,
         #[command(flatten)]
         security: Security,
+        #[command(flatten)]
+        peers: ServerAuth,
         #[command(flatten)]
         validation: Validation,
         /// Scheme for the server → client direction (see `tcpfec send --help`).
@@ -238,6 +229,8 @@ pub enum TunnelSide {
         udp: bool,
         #[command(flatten)]
         security: Security,
+        #[command(flatten)]
+        server_auth: ClientAuth,
         /// Scheme for the client → server direction (see `tcpfec send --help`).
         #[arg(long, default_value = DEFAULT_SCHEME)]
         scheme: String,
@@ -460,11 +453,11 @@ pub(crate) fn scheme(flag: &str, s: &str, blocks_ok: bool) -> Result<Scheme, Str
     Ok(scheme)
 }
 
-fn endpoint_config(key: Option<Psk>, scheme: Scheme, r: &Report) -> Result<EndpointConfig, String> {
+fn endpoint_config(keys: &Keys, scheme: Scheme, r: &Report) -> Result<EndpointConfig, String> {
     if !(r.idle_timeout > 0.0 && r.idle_timeout < 86_400.0) {
         return Err("--idle-timeout: give seconds between 0 and 86400".into());
     }
-    let mut cfg = EndpointConfig::new(key, scheme);
+    let mut cfg = EndpointConfig::new(keys.psk.clone(), scheme);
     cfg.idle_timeout = Duration::from_secs_f64(r.idle_timeout);
     Ok(cfg)
 }
@@ -614,6 +607,22 @@ fn drive_bar(
 
 /// `tcpfec keygen`.
 pub fn keygen(a: KeygenArgs) -> Result<(), String> {
+    if a.pair {
+        let comment = a.comment.clone().unwrap_or_else(default_comment);
+        let pair = tcpfec_net::KeyPair::generate();
+        let public = pair
+            .write_new(&a.out, &comment)
+            .map_err(|e| format!("--out: {e}"))?;
+        eprintln!(
+            "wrote a new key pair: {} (private, stays here) and {} (public: give it to the \
+             peers)\npublic key: {} ({})",
+            a.out.display(),
+            public.display(),
+            pair.public,
+            pair.public.fingerprint()
+        );
+        return Ok(());
+    }
     Psk::generate()
         .write_new(&a.out)
         .map_err(|e| format!("--out: {e}"))?;
@@ -622,6 +631,15 @@ pub fn keygen(a: KeygenArgs) -> Result<(), String> {
         a.out.display()
     );
     Ok(())
+}
+
+/// `USER@HOST`, as ssh-keygen comments its keys.
+fn default_comment() -> String {
+    let user = std::env::var("USER").unwrap_or_else(|_| "tcpfec".into());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into());
+    format!("{user}@{host}")
 }
 
 fn outcome_line(o: &FileOutcome) -> String {
@@ -733,14 +751,16 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         }
         total += m.len();
     }
-    let key = a.security.key()?;
-    let mut cfg = endpoint_config(key, scheme("--scheme", &a.scheme, true)?, &a.report)?;
+    let keys = a.security.keys()?;
+    let mut cfg = endpoint_config(&keys, scheme("--scheme", &a.scheme, true)?, &a.report)?;
     cfg.peer_scheme = Some(Scheme::parse("sack").expect("built-in"));
     cfg.path_cache = a.resume.cache();
     let json = a.report.json;
     runtime()?.block_on(async move {
         let mut signals = StopSignals::new()?;
-        let addr = resolve("ADDR", &addr[0]).await?;
+        let text = &addr[0];
+        let addr = resolve("ADDR", text).await?;
+        cfg.identity = a.server_auth.identity_config(&keys, &cfg, text, addr).await?;
         let ep = Endpoint::client(cfg)
             .await
             .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
@@ -841,8 +861,25 @@ async fn receive_connection(
     force: bool,
     json: bool,
     stats: bool,
+    per_peer: bool,
 ) -> Result<(), String> {
-    let peer = s.peer_addr();
+    let addr = s.peer_addr();
+    let name = s.peer_name();
+    // The peer as logs name it: its name and address, or the address alone.
+    let peer = match &name {
+        Some(n) => format!("{n} ({addr})"),
+        None => addr.to_string(),
+    };
+    let peer_json = json!(name);
+    let dir = match (&name, per_peer) {
+        // Names are checked to be one plain path component (identity::valid_name).
+        (Some(n), true) => {
+            let d = dir.join(n);
+            std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+            d
+        }
+        _ => dir,
+    };
     let done = Arc::new(AtomicU64::new(0));
     let b = bar(0, json);
     b.set_style(
@@ -854,16 +891,17 @@ async fn receive_connection(
     let mut on_event = |e: FileEvent| match e {
         FileEvent::Receiving { name, bytes } if json => println!(
             "{}",
-            json!({"event": "receiving", "from": peer.to_string(), "name": printable(name), "bytes": bytes})
+            json!({"event": "receiving", "from": addr.to_string(), "peer": peer_json, "name": printable(name), "bytes": bytes})
         ),
         FileEvent::Receiving { .. } => {}
         FileEvent::Stored(o) if json => {
             let mut v = outcome_json(o);
             v["event"] = json!("received");
-            v["from"] = json!(peer.to_string());
+            v["from"] = json!(addr.to_string());
+            v["peer"] = peer_json.clone();
             println!("{v}");
         }
-        FileEvent::Stored(o) => b.suspend(|| println!("{}", outcome_line(o))),
+        FileEvent::Stored(o) => b.suspend(|| println!("{} from {peer}", outcome_line(o))),
     };
     let r = transfer::receive_files(&mut s, &dir, force, &done, &mut on_event).await;
     ticker.abort();
@@ -874,11 +912,11 @@ async fn receive_connection(
     match &r {
         Ok(_) if json => println!(
             "{}",
-            json!({"event": "done", "from": peer.to_string(), "stats": stats_json(&st)})
+            json!({"event": "done", "from": addr.to_string(), "peer": peer_json, "stats": stats_json(&st)})
         ),
         Ok(_) => {}
         Err(e) if json => print_failure(
-            json!({"event": "failed", "from": peer.to_string(), "error": e.to_string()}),
+            json!({"event": "failed", "from": addr.to_string(), "peer": peer_json, "error": e.to_string()}),
         ),
         Err(e) => eprintln!("from {peer}: {e}; nothing incomplete was kept"),
     }
@@ -886,6 +924,24 @@ async fn receive_connection(
         eprintln!("{}", stats_text(&st, &est));
     }
     r.map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Tells the operator how a reload of the authorized keys (SIGHUP) went.
+fn reloaded(json: bool, r: Result<(usize, usize), String>) {
+    match r {
+        Ok((peers, closed)) => say(
+            json,
+            json!({"event": "reloaded", "peers": peers, "revoked_connections": closed}),
+            format_args!(
+                "reloaded the authorized keys: {peers} peer(s); {closed} connection(s) of removed peers closed"
+            ),
+        ),
+        Err(e) => say(
+            json,
+            json!({"event": "reload_failed", "error": e}),
+            format_args!("reload failed, the previous authorized keys stay in force: {e}"),
+        ),
+    }
 }
 
 /// `tcpfec recv`.
@@ -896,8 +952,14 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
     if !meta.is_dir() {
         return Err(format!("--out {}: not a directory", a.out.display()));
     }
-    let key = a.security.key()?;
-    let mut cfg = endpoint_config(key, scheme("--scheme", &a.scheme, true)?, &a.report)?;
+    let keys = a.security.keys()?;
+    let mut cfg = endpoint_config(&keys, scheme("--scheme", &a.scheme, true)?, &a.report)?;
+    cfg.identity = a.peers.identity_config(&keys)?;
+    if a.out_per_peer && cfg.identity.is_none() {
+        return Err(
+            "--out-per-peer needs --identity: peers are told apart by their key pairs".into(),
+        );
+    }
     a.validation.apply(&mut cfg);
     let json = a.report.json;
     let threads = a.threads.count();
@@ -916,6 +978,7 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
         let ep = Arc::new(ep);
         let e2 = ep.clone();
         let _sig = on_sigusr1(move || format!("{}", endpoint_json(&e2.stats())));
+        let _hup = a.peers.reload_on_sighup(ep.clone(), move |r| reloaded(json, r))?;
         let mut tasks = tokio::task::JoinSet::new();
         let mut accepted = false;
         let stop = loop {
@@ -923,7 +986,7 @@ pub fn recv(a: RecvArgs) -> Result<(), String> {
                 s = ep.accept(), if !(a.once && accepted) => {
                     let s = s.ok_or("the endpoint closed")?;
                     accepted = true;
-                    tasks.spawn(receive_connection(s, a.out.clone(), a.force, json, a.report.stats));
+                    tasks.spawn(receive_connection(s, a.out.clone(), a.force, json, a.report.stats, a.out_per_peer));
                 }
                 Some(r) = tasks.join_next() => {
                     let r = r.map_err(|e| e.to_string())?;
@@ -977,8 +1040,10 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 udp: _,
                 max_connections,
                 max_per_peer,
+                allow_peer,
                 threads: _,
                 security,
+                peers,
                 validation,
                 scheme: sch,
                 report,
@@ -986,12 +1051,21 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 if max_connections == 0 || max_per_peer == 0 {
                     return Err("--max-connections and --max-per-peer: give at least 1".into());
                 }
+                if let Some(bad) = allow_peer.iter().find(|n| !tcpfec_net::identity::valid_name(n)) {
+                    return Err(format!("--allow-peer: '{}' is not a peer name", printable(bad)));
+                }
+                let keys = security.keys()?;
+                let mut cfg = endpoint_config(&keys, scheme("--scheme", &sch, false)?, &report)?;
+                cfg.identity = peers.identity_config(&keys)?;
+                if !allow_peer.is_empty() && cfg.identity.is_none() {
+                    return Err("--allow-peer needs --identity: peers are told apart by their key pairs".into());
+                }
                 let limits = tunnel::ServerLimits {
                     max_connections,
                     max_per_peer,
+                    allowed_peers: (!allow_peer.is_empty())
+                        .then(|| Arc::new(allow_peer.into_iter().collect())),
                 };
-                let mut cfg =
-                    endpoint_config(security.key()?, scheme("--scheme", &sch, false)?, &report)?;
                 validation.apply(&mut cfg);
                 let listen = resolve("--listen", &listen).await?;
                 resolve("--to", &to).await?;
@@ -1007,6 +1081,8 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                     format_args!("tunnel server on {bound}, forwarding to {to}"),
                 );
                 let _sig = sig_tunnel(ep.clone(), stats.clone());
+                let json = report.json;
+                let _hup = peers.reload_on_sighup(ep.clone(), move |r| reloaded(json, r))?;
                 // UDP flows arrive as their own stream kind; --udp on the server only
                 // documents intent, the client decides what it forwards.
                 let stop = tokio::select! {
@@ -1029,15 +1105,20 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 server,
                 udp,
                 security,
+                server_auth,
                 scheme: sch,
                 resume,
                 report,
             } => {
-                let mut cfg =
-                    endpoint_config(security.key()?, scheme("--scheme", &sch, false)?, &report)?;
+                let keys = security.keys()?;
+                let mut cfg = endpoint_config(&keys, scheme("--scheme", &sch, false)?, &report)?;
                 cfg.path_cache = resume.cache();
                 let listen = resolve("--listen", &listen).await?;
-                let server = resolve("--server", &server).await?;
+                let text = server;
+                let server = resolve("--server", &text).await?;
+                cfg.identity = server_auth
+                    .identity_config(&keys, &cfg, &text, server)
+                    .await?;
                 let ep = Arc::new(
                     Endpoint::client(cfg)
                         .await

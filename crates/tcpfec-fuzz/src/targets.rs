@@ -177,29 +177,43 @@ pub fn envelope(data: &[u8]) {
         Some(Envelope::Initial {
             secure,
             cipher,
+            pattern,
             client_id,
             token,
             payload,
         }) => {
-            let again = envelope::initial(secure, cipher, client_id, token, payload);
+            let again = envelope::initial(secure, cipher, pattern, client_id, token, payload);
             assert_eq!(
                 envelope::parse(&again),
                 Some(Envelope::Initial {
                     secure,
                     cipher,
+                    pattern,
                     client_id,
                     token,
                     payload
                 })
             );
             if secure {
-                // What a server does with message 1 under a key.
-                let psk = tcpfec_net::Psk([7; 32]);
+                // What a server does with message 1 under the keys of
+                // `fuzz_server_credentials` (the seed corpus holds genuine messages).
+                let (psk, own) = fuzz_server_keys();
+                let creds = tcpfec_net::crypto::Credentials {
+                    psk: Some(&psk),
+                    own: Some(&own),
+                    server: None,
+                };
                 let mut plain = [0u8; 1024];
-                if let Ok((_, n)) =
-                    tcpfec_net::crypto::read_first_message(&psk, cipher, payload, &mut plain)
-                {
-                    client_params(&plain[..n]);
+                if let Ok(m) = tcpfec_net::crypto::read_first_message(
+                    &creds, pattern, cipher, payload, &mut plain,
+                ) {
+                    if pattern.uses_identities() {
+                        assert!(
+                            m.client_key.is_some(),
+                            "an identity handshake names its client"
+                        );
+                    }
+                    client_params(&plain[..m.len]);
                 }
             } else {
                 client_params(payload);
@@ -219,14 +233,30 @@ pub fn envelope(data: &[u8]) {
             // Insecure mode hands the body to the engine's parser.
             let _ = Packet::parse(body);
         }
-        Some(Envelope::Reject { client_id, reason }) => {
-            assert_eq!(envelope::reject(client_id, reason), data);
+        Some(Envelope::Reject {
+            client_id,
+            reason,
+            server_key,
+        }) => {
+            assert_eq!(
+                envelope::reject(client_id, reason, server_key.as_ref()),
+                data
+            );
         }
         None => {}
     }
     client_params(data);
     server_params(data);
     replay(data);
+}
+
+/// The pre-shared key and key pair the `envelope` target's server holds; the seed corpus
+/// (`examples/seed_corpus`) writes genuine first messages made for them.
+pub fn fuzz_server_keys() -> (tcpfec_net::Psk, tcpfec_net::KeyPair) {
+    (
+        tcpfec_net::Psk([7; 32]),
+        tcpfec_net::KeyPair::from_private([9; 32]),
+    )
 }
 
 fn client_params(b: &[u8]) {

@@ -2,8 +2,11 @@
 //! apart from the endpoint so that connections read their settings without depending on
 //! the endpoint that owns them.
 
-use crate::crypto::Cipher;
+use crate::crypto::{Cipher, Credentials, Pattern};
+use crate::envelope::RejectReason;
+use crate::identity::{AuthorizedKeys, KeyPair, PublicKey};
 use crate::key::Psk;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tcpfec_proto::{Config, Scheme};
 
@@ -38,8 +41,12 @@ pub const MAX_RTO: Duration = Duration::from_secs(3);
 /// How an endpoint behaves.
 #[derive(Debug, Clone)]
 pub struct EndpointConfig {
-    /// The pre-shared key; `None` runs without encryption or authentication.
+    /// The pre-shared key; `None` with no [`EndpointConfig::identity`] either runs without
+    /// encryption or authentication.
     pub key: Option<Psk>,
+    /// Key pairs: this side's, the server's pinned key (client), the peers accepted
+    /// (server). `None`: the pre-shared key alone authenticates.
+    pub identity: Option<IdentityConfig>,
     /// The scheme this side sends with.
     pub scheme: Scheme,
     /// Client: the AEAD to ask for (a server uses the one each client names).
@@ -65,6 +72,7 @@ impl EndpointConfig {
     pub fn new(key: Option<Psk>, scheme: Scheme) -> Self {
         EndpointConfig {
             key,
+            identity: None,
             scheme,
             cipher: Cipher::preferred(),
             peer_scheme: None,
@@ -103,10 +111,74 @@ impl EndpointConfig {
         }
     }
 
+    /// True if connections are encrypted and authenticated (a pre-shared key, key pairs,
+    /// or both).
+    pub fn secure(&self) -> bool {
+        self.key.is_some() || self.identity.is_some()
+    }
+
+    /// What this side brings to a handshake.
+    pub fn credentials(&self) -> Credentials<'_> {
+        let id = self.identity.as_ref();
+        Credentials {
+            psk: self.key.as_ref(),
+            own: id.map(|i| &i.own),
+            server: id.and_then(|i| i.server_key.as_ref()),
+        }
+    }
+
+    /// Server: why a client's handshake `pattern` cannot be accepted here, if it cannot.
+    pub(crate) fn refuses_pattern(&self, pattern: Pattern) -> Option<RejectReason> {
+        let listed = self
+            .identity
+            .as_ref()
+            .is_some_and(|i| i.authorized.is_some());
+        match pattern {
+            Pattern::Psk if self.key.is_none() || listed => Some(RejectReason::IdentityRequired),
+            Pattern::Identity | Pattern::IdentityPsk if self.identity.is_none() => {
+                Some(RejectReason::NoServerIdentity)
+            }
+            // The pre-shared key is wanted by one side and not the other.
+            Pattern::Identity if self.key.is_some() => Some(RejectReason::BadKey),
+            Pattern::IdentityPsk if self.key.is_none() => Some(RejectReason::BadKey),
+            _ => None,
+        }
+    }
+
     pub(crate) fn engine_config(&self, scheme: &Scheme) -> Config {
         Config {
             scheme: scheme.clone(),
             ..self.engine.clone()
+        }
+    }
+}
+
+/// Key pairs in the handshake (Noise `IK`, see [`crate::crypto::Pattern`]).
+#[derive(Debug, Clone)]
+pub struct IdentityConfig {
+    /// This side's key pair. A client given only the server's key uses a fresh pair of its
+    /// own per run (the server then sees a key it has not listed).
+    pub own: KeyPair,
+    /// Client: the server's public key, pinned; a server holding another key is refused
+    /// before anything is sent to it.
+    pub server_key: Option<PublicKey>,
+    /// Server: the peers accepted, by key. `None` accepts any key pair, each named by its
+    /// fingerprint. Shared by the shards, so that a reload
+    /// ([`crate::Endpoint::reload_authorized_keys`]) reaches all of them.
+    pub authorized: Option<Arc<RwLock<AuthorizedKeys>>>,
+}
+
+impl IdentityConfig {
+    /// The name `key` goes by here: its name in the authorized keys, its fingerprint where
+    /// any key is accepted; `None` if the list does not hold it.
+    pub fn name_of(&self, key: &PublicKey) -> Option<String> {
+        match &self.authorized {
+            Some(list) => list
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .name_of(key)
+                .map(str::to_string),
+            None => Some(key.fingerprint()),
         }
     }
 }

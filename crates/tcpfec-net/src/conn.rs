@@ -42,6 +42,8 @@ pub(crate) enum Phase {
         initial: Vec<u8>,
         /// Its payload (Noise message 1 or plain parameters), to resend with a token.
         payload: Vec<u8>,
+        /// The handshake pattern message 1 was made with (flagged in the Initial).
+        pattern: crate::crypto::Pattern,
         /// When the latest Initial left (with `tries == 1`, the answer is an RTT sample).
         sent: Instant,
         /// When the first Initial with the current token left: with more tries, the time
@@ -103,6 +105,10 @@ pub(crate) struct Conn {
     /// Client: send an authentic packet at once, even with no data, so the server can
     /// validate our address and hand out its stream.
     announce: bool,
+    /// Server: the client's public key, when it proved a key pair.
+    pub(crate) peer_key: Option<crate::identity::PublicKey>,
+    /// Server: the client's name (from the authorized keys, or the key's fingerprint).
+    pub(crate) peer_name: Option<String>,
 }
 
 /// A server connection opened without a token, until the client proves it receives at
@@ -167,6 +173,8 @@ impl Conn {
             path_probe: None,
             unvalidated: None,
             announce: false,
+            peer_key: None,
+            peer_name: None,
         }
     }
 
@@ -212,6 +220,7 @@ impl Conn {
         let Phase::Hello {
             initial,
             payload,
+            pattern,
             tries,
             next,
             copy_at,
@@ -228,7 +237,7 @@ impl Conn {
         }
         *cookie_seen = true;
         // The same message 1 again, now with the token: the Noise state stays as it is.
-        *initial = envelope::initial(cfg.key.is_some(), cfg.cipher, own_id, token, payload);
+        *initial = envelope::initial(cfg.secure(), cfg.cipher, *pattern, own_id, token, payload);
         *tries = 0;
         *next = now;
     }
@@ -274,7 +283,7 @@ impl Conn {
                     return false;
                 }
             },
-            None if cfg.key.is_none() => (ServerParams::decode(payload), Sealer::insecure()),
+            None if !cfg.secure() => (ServerParams::decode(payload), Sealer::insecure()),
             None => return false, // an answer before we sent message 1
         };
         let Some(params) = params else {

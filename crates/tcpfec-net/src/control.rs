@@ -32,6 +32,9 @@ pub enum CloseCode {
     TargetReset = 3,
     /// The other side's application failed for another reason.
     Application = 4,
+    /// The server no longer accepts this peer's key (its authorized keys were reloaded
+    /// without it).
+    Revoked = 5,
 }
 
 impl CloseCode {
@@ -40,6 +43,7 @@ impl CloseCode {
             1 => CloseCode::Interrupted,
             2 => CloseCode::TargetUnreachable,
             3 => CloseCode::TargetReset,
+            5 => CloseCode::Revoked,
             // Unknown codes from a newer peer still close the connection.
             _ => CloseCode::Application,
         }

@@ -8,6 +8,7 @@
 //! name is part of the Noise protocol name, which is hashed into the handshake, so a
 //! cipher changed on the way makes the handshake fail instead of weakening it.
 
+use crate::identity::{KeyPair, PublicKey};
 use crate::key::Psk;
 use snow::{HandshakeState, StatelessTransportState};
 
@@ -29,11 +30,11 @@ pub enum Cipher {
 }
 
 impl Cipher {
-    /// The Noise protocol name with this cipher.
-    pub fn noise_params(self) -> &'static str {
+    /// The Noise name of this cipher.
+    fn noise_name(self) -> &'static str {
         match self {
-            Cipher::ChaChaPoly => "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s",
-            Cipher::AesGcm => "Noise_NNpsk0_25519_AESGCM_BLAKE2s",
+            Cipher::ChaChaPoly => "ChaChaPoly",
+            Cipher::AesGcm => "AESGCM",
         }
     }
 
@@ -71,40 +72,96 @@ fn aes_in_hardware() -> bool {
     }
 }
 
-fn builder(psk: &Psk, cipher: Cipher) -> snow::Builder<'_> {
-    snow::Builder::new(
-        cipher
-            .noise_params()
-            .parse()
-            .expect("valid Noise parameters"),
-    )
-    .prologue(PROLOGUE)
-    .psk(0, &psk.0)
+/// What a handshake proves, named by its Noise pattern. The client chooses it (from what
+/// it was given) and names it in its Initial's flags; the protocol name, pattern included,
+/// is hashed into the handshake, so a pattern changed on the way fails the handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// `NNpsk0`: both sides hold the pre-shared key; neither has an identity.
+    Psk,
+    /// `IK`: the client knows the server's public key before it starts; message 1 carries
+    /// the client's public key encrypted to the server's and proves the client holds its
+    /// private key, message 2 proves the server holds its own. One round trip.
+    Identity,
+    /// `IKpsk2`: [`Pattern::Identity`], and both sides hold the pre-shared key as well.
+    IdentityPsk,
 }
 
-/// The client's side of the handshake.
-pub fn initiator(psk: &Psk, cipher: Cipher) -> HandshakeState {
-    builder(psk, cipher).build_initiator().expect("initiator")
+impl Pattern {
+    /// The Noise protocol name with `cipher`.
+    pub fn noise_params(self, cipher: Cipher) -> String {
+        let pattern = match self {
+            Pattern::Psk => "NNpsk0",
+            Pattern::Identity => "IK",
+            Pattern::IdentityPsk => "IKpsk2",
+        };
+        format!("Noise_{pattern}_25519_{}_BLAKE2s", cipher.noise_name())
+    }
+
+    /// True if the pattern mixes in the pre-shared key.
+    pub fn uses_psk(self) -> bool {
+        self != Pattern::Identity
+    }
+
+    /// True if both sides prove a key pair.
+    pub fn uses_identities(self) -> bool {
+        self != Pattern::Psk
+    }
 }
 
-/// The server's side of the handshake, with the cipher the client named.
-pub fn responder(psk: &Psk, cipher: Cipher) -> HandshakeState {
-    builder(psk, cipher).build_responder().expect("responder")
+/// What one side brings to a handshake.
+#[derive(Clone, Copy)]
+pub struct Credentials<'a> {
+    /// The pre-shared key, if any.
+    pub psk: Option<&'a Psk>,
+    /// This side's key pair, if any.
+    pub own: Option<&'a KeyPair>,
+    /// Client: the server's public key, which `IK` needs before the first message.
+    pub server: Option<&'a PublicKey>,
 }
 
-/// Bytes of the key check in front of Noise message 1.
+impl Credentials<'_> {
+    /// The pattern a client with these credentials uses: identities when it knows the
+    /// server's key, the pre-shared key alone otherwise.
+    pub fn client_pattern(&self) -> Pattern {
+        match (self.server.is_some(), self.psk.is_some()) {
+            (true, true) => Pattern::IdentityPsk,
+            (true, false) => Pattern::Identity,
+            (false, _) => Pattern::Psk,
+        }
+    }
+}
+
+fn builder<'a>(params: &'a str, pattern: Pattern, c: &Credentials<'a>) -> snow::Builder<'a> {
+    let mut b =
+        snow::Builder::new(params.parse().expect("valid Noise parameters")).prologue(PROLOGUE);
+    if let Some(own) = c.own.filter(|_| pattern.uses_identities()) {
+        b = b.local_private_key(&own.private);
+    }
+    if let Some(server) = c.server.filter(|_| pattern.uses_identities()) {
+        b = b.remote_public_key(&server.0);
+    }
+    match (pattern, c.psk) {
+        (Pattern::Psk, Some(k)) => b.psk(0, &k.0),
+        (Pattern::IdentityPsk, Some(k)) => b.psk(2, &k.0),
+        _ => b,
+    }
+}
+
+/// Bytes of one key check in front of Noise message 1.
 pub const KEY_CHECK_LEN: usize = 8;
 /// Noise's ephemeral public key, the first bytes of message 1.
 const EPHEMERAL_LEN: usize = 32;
 
-/// A keyed hash of the client's ephemeral public key under the pre-shared key. Sent in
-/// front of Noise message 1, it tells the server whether the key is right before the
-/// message's AEAD is checked: a message that fails with the right key was damaged or
-/// tampered with (a cipher flag flipped on the way, say), which a wrong key cannot explain.
-/// It reveals nothing the AEAD of message 1 does not (both can only be checked by guessing
-/// the key), and as the ephemeral key is fresh it links no two handshakes.
-fn key_check(psk: &Psk, ephemeral: &[u8]) -> [u8; KEY_CHECK_LEN] {
-    let mut h = blake3::Hasher::new_keyed(&psk.0);
+/// A keyed hash of the client's ephemeral public key. Under the pre-shared key it tells the
+/// server whether the key is right before the message's AEAD is checked: a message that
+/// fails with the right key was damaged or tampered with (a cipher flag flipped on the
+/// way, say), which a wrong key cannot explain. Under the server's public key it tells the
+/// server the client pinned another server's key (the server then names its own, which is
+/// public). It reveals nothing the AEAD of message 1 does not (both can only be checked by
+/// knowing the key), and as the ephemeral key is fresh it links no two handshakes.
+fn key_check(key: &[u8; 32], ephemeral: &[u8]) -> [u8; KEY_CHECK_LEN] {
+    let mut h = blake3::Hasher::new_keyed(key);
     h.update(b"tcpfec key check");
     h.update(ephemeral);
     let mut out = [0u8; KEY_CHECK_LEN];
@@ -112,49 +169,116 @@ fn key_check(psk: &Psk, ephemeral: &[u8]) -> [u8; KEY_CHECK_LEN] {
     out
 }
 
-/// The client's first handshake message carrying `params`: the key check followed by Noise
-/// message 1, and the state that reads the server's answer.
-pub fn first_message(psk: &Psk, cipher: Cipher, params: &[u8]) -> (Vec<u8>, HandshakeState) {
-    let mut h = initiator(psk, cipher);
-    let mut m = vec![0u8; KEY_CHECK_LEN + 1024];
+/// The keys the checks in front of message 1 are made with, in order: the server's public
+/// key (with identities), then the pre-shared key (if the pattern uses it).
+fn check_keys<'a>(
+    pattern: Pattern,
+    psk: Option<&'a Psk>,
+    server: Option<&'a PublicKey>,
+) -> Vec<&'a [u8; 32]> {
+    let mut keys = Vec::with_capacity(2);
+    if pattern.uses_identities() {
+        keys.extend(server.map(|k| &k.0));
+    }
+    if pattern.uses_psk() {
+        keys.extend(psk.map(|k| &k.0));
+    }
+    keys
+}
+
+/// The client's first handshake message carrying `params`: the key checks followed by
+/// Noise message 1, the state that reads the server's answer, and the pattern used.
+pub fn first_message(
+    c: &Credentials<'_>,
+    cipher: Cipher,
+    params: &[u8],
+) -> (Vec<u8>, HandshakeState, Pattern) {
+    let pattern = c.client_pattern();
+    let name = pattern.noise_params(cipher);
+    let mut h = builder(&name, pattern, c)
+        .build_initiator()
+        .expect("initiator");
+    let keys = check_keys(pattern, c.psk, c.server);
+    let front = KEY_CHECK_LEN * keys.len();
+    let mut m = vec![0u8; front + 1024];
     let n = h
-        .write_message(params, &mut m[KEY_CHECK_LEN..])
+        .write_message(params, &mut m[front..])
         .expect("message 1 fits");
-    let check = key_check(psk, &m[KEY_CHECK_LEN..KEY_CHECK_LEN + EPHEMERAL_LEN]);
-    m[..KEY_CHECK_LEN].copy_from_slice(&check);
-    m.truncate(KEY_CHECK_LEN + n);
-    (m, h)
+    let ephemeral = m[front..front + EPHEMERAL_LEN].to_vec();
+    for (i, k) in keys.iter().enumerate() {
+        m[i * KEY_CHECK_LEN..(i + 1) * KEY_CHECK_LEN].copy_from_slice(&key_check(k, &ephemeral));
+    }
+    m.truncate(front + n);
+    (m, h, pattern)
 }
 
 /// Why a first handshake message could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FirstMessageError {
-    /// The key check fails: the client holds another key (or the message is too damaged
-    /// to tell).
+    /// The pre-shared key check fails: the client holds another key (or the message is
+    /// too damaged to tell).
     WrongKey,
-    /// The key is right but the message does not authenticate: damaged or tampered with.
+    /// The client encrypted to another server's public key.
+    WrongServerKey,
+    /// The keys are right but the message does not authenticate: damaged or tampered
+    /// with.
     Damaged,
 }
 
-/// The server's reading of a first message: the handshake state that writes the answer,
-/// and the client's parameters (in `plain`, their length returned).
+/// A first message the server could read.
+pub struct FirstMessage {
+    /// The state that writes the answer.
+    pub state: HandshakeState,
+    /// Length of the client's parameters (in the buffer given).
+    pub len: usize,
+    /// The client's public key, with identities.
+    pub client_key: Option<PublicKey>,
+}
+
+/// The server's reading of a first message made with `pattern` (the caller has checked
+/// the server holds what the pattern needs): the client's parameters go into `plain`.
 pub fn read_first_message(
-    psk: &Psk,
+    c: &Credentials<'_>,
+    pattern: Pattern,
     cipher: Cipher,
     message: &[u8],
     plain: &mut [u8],
-) -> Result<(HandshakeState, usize), FirstMessageError> {
-    let Some(ephemeral) = message.get(KEY_CHECK_LEN..KEY_CHECK_LEN + EPHEMERAL_LEN) else {
+) -> Result<FirstMessage, FirstMessageError> {
+    let own_public = c.own.map(|k| k.public);
+    let keys = check_keys(pattern, c.psk, own_public.as_ref());
+    let front = KEY_CHECK_LEN * keys.len();
+    let Some(ephemeral) = message.get(front..front + EPHEMERAL_LEN) else {
         return Err(FirstMessageError::WrongKey);
     };
     // A plain comparison: timing could reveal the check of an ephemeral key the prober
     // chose, which is worth nothing without the key.
-    if key_check(psk, ephemeral) != message[..KEY_CHECK_LEN] {
-        return Err(FirstMessageError::WrongKey);
+    for (i, k) in keys.iter().enumerate() {
+        if key_check(k, ephemeral) != message[i * KEY_CHECK_LEN..(i + 1) * KEY_CHECK_LEN] {
+            let server_key_check = pattern.uses_identities() && i == 0;
+            return Err(if server_key_check {
+                FirstMessageError::WrongServerKey
+            } else {
+                FirstMessageError::WrongKey
+            });
+        }
     }
-    let mut h = responder(psk, cipher);
-    match h.read_message(&message[KEY_CHECK_LEN..], plain) {
-        Ok(n) => Ok((h, n)),
+    let name = pattern.noise_params(cipher);
+    let server_side = Credentials { server: None, ..*c };
+    let mut h = builder(&name, pattern, &server_side)
+        .build_responder()
+        .expect("responder");
+    match h.read_message(&message[front..], plain) {
+        Ok(len) => {
+            let client_key = h
+                .get_remote_static()
+                .and_then(|k| <[u8; 32]>::try_from(k).ok())
+                .map(PublicKey);
+            Ok(FirstMessage {
+                state: h,
+                len,
+                client_key,
+            })
+        }
         Err(_) => Err(FirstMessageError::Damaged),
     }
 }
@@ -214,20 +338,34 @@ mod tests {
 
     const BOTH: [Cipher; 2] = [Cipher::ChaChaPoly, Cipher::AesGcm];
 
-    /// A handshake between a client using `ci` and a server told `cr`.
-    fn pair(a: &Psk, b: &Psk, ci: Cipher, cr: Cipher) -> Option<(Sealer, Sealer)> {
-        let mut i = initiator(a, ci);
-        let mut r = responder(b, cr);
-        let mut m1 = [0u8; 256];
-        let mut m2 = [0u8; 256];
+    fn psk_only(k: &Psk) -> Credentials<'_> {
+        Credentials {
+            psk: Some(k),
+            own: None,
+            server: None,
+        }
+    }
+
+    /// Both messages of a handshake between a client using `ci` and a server told `cr`:
+    /// the two sealers and the client key the server learnt, or why it failed (`None`
+    /// inside: message 2 did not authenticate at the client).
+    fn handshake(
+        client: &Credentials<'_>,
+        server: &Credentials<'_>,
+        ci: Cipher,
+        cr: Cipher,
+    ) -> Result<(Sealer, Sealer, Option<PublicKey>), Option<FirstMessageError>> {
+        let (m1, mut i, pattern) = first_message(client, ci, b"hi");
         let mut p = [0u8; 256];
-        let n1 = i.write_message(b"hi", &mut m1).unwrap();
-        r.read_message(&m1[..n1], &mut p).ok()?;
-        let n2 = r.write_message(b"yo", &mut m2).unwrap();
-        i.read_message(&m2[..n2], &mut p).ok()?;
-        Some((
+        let mut r = read_first_message(server, pattern, cr, &m1, &mut p).map_err(Some)?;
+        assert_eq!(&p[..r.len], b"hi");
+        let mut m2 = [0u8; 256];
+        let n2 = r.state.write_message(b"yo", &mut m2).unwrap();
+        i.read_message(&m2[..n2], &mut p).map_err(|_| None)?;
+        Ok((
             Sealer::from_handshake(i).unwrap(),
-            Sealer::from_handshake(r).unwrap(),
+            Sealer::from_handshake(r.state).unwrap(),
+            r.client_key,
         ))
     }
 
@@ -235,7 +373,7 @@ mod tests {
     fn seal_open_with_explicit_nonces_in_any_order() {
         for cipher in BOTH {
             let k = Psk::generate();
-            let (c, s) = pair(&k, &k, cipher, cipher).unwrap();
+            let (c, s, _) = handshake(&psk_only(&k), &psk_only(&k), cipher, cipher).unwrap();
             let mut a = [0u8; 64];
             let mut b = [0u8; 64];
             let n5 = c.seal(5, b"five", &mut a);
@@ -252,23 +390,21 @@ mod tests {
     }
 
     #[test]
-    fn wrong_psk_fails_at_the_first_message() {
-        for cipher in BOTH {
-            assert!(pair(&Psk::generate(), &Psk::generate(), cipher, cipher).is_none());
-        }
-    }
-
-    #[test]
     fn the_first_message_tells_a_wrong_key_from_damage() {
         let k = Psk::generate();
         let mut plain = [0u8; 64];
         for cipher in BOTH {
-            let (m, _) = first_message(&k, cipher, b"params");
-            let (_, n) = read_first_message(&k, cipher, &m, &mut plain).unwrap();
-            assert_eq!(&plain[..n], b"params");
+            let (m, _, pattern) = first_message(&psk_only(&k), cipher, b"params");
+            assert_eq!(pattern, Pattern::Psk);
+            let r = read_first_message(&psk_only(&k), pattern, cipher, &m, &mut plain).unwrap();
+            assert_eq!(&plain[..r.len], b"params");
+            assert_eq!(r.client_key, None);
             let other = Psk::generate();
+            let read = |c: &Credentials<'_>, cipher: Cipher, m: &[u8], plain: &mut [u8]| {
+                read_first_message(c, pattern, cipher, m, plain).err()
+            };
             assert_eq!(
-                read_first_message(&other, cipher, &m, &mut plain).err(),
+                read(&psk_only(&other), cipher, &m, &mut plain),
                 Some(FirstMessageError::WrongKey)
             );
             // The cipher flag flipped on the way: right key, message does not authenticate.
@@ -277,17 +413,17 @@ mod tests {
                 Cipher::ChaChaPoly => Cipher::AesGcm,
             };
             assert_eq!(
-                read_first_message(&k, flipped, &m, &mut plain).err(),
+                read(&psk_only(&k), flipped, &m, &mut plain),
                 Some(FirstMessageError::Damaged)
             );
             let mut bad = m.clone();
             *bad.last_mut().unwrap() ^= 1;
             assert_eq!(
-                read_first_message(&k, cipher, &bad, &mut plain).err(),
+                read(&psk_only(&k), cipher, &bad, &mut plain),
                 Some(FirstMessageError::Damaged)
             );
             assert_eq!(
-                read_first_message(&k, cipher, &m[..20], &mut plain).err(),
+                read(&psk_only(&k), cipher, &m[..20], &mut plain),
                 Some(FirstMessageError::WrongKey),
                 "too short to check"
             );
@@ -297,7 +433,89 @@ mod tests {
     #[test]
     fn a_cipher_changed_on_the_way_fails_the_handshake() {
         let k = Psk::generate();
-        assert!(pair(&k, &k, Cipher::AesGcm, Cipher::ChaChaPoly).is_none());
-        assert!(pair(&k, &k, Cipher::ChaChaPoly, Cipher::AesGcm).is_none());
+        let (c, s) = (psk_only(&k), psk_only(&k));
+        assert!(handshake(&c, &s, Cipher::AesGcm, Cipher::ChaChaPoly).is_err());
+        assert!(handshake(&c, &s, Cipher::ChaChaPoly, Cipher::AesGcm).is_err());
+        assert!(handshake(
+            &c,
+            &psk_only(&Psk::generate()),
+            Cipher::AesGcm,
+            Cipher::AesGcm
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn identities_prove_both_keys_and_name_the_client() {
+        let (alice, server) = (KeyPair::generate(), KeyPair::generate());
+        let k = Psk::generate();
+        for psk in [None, Some(&k)] {
+            let client = Credentials {
+                psk,
+                own: Some(&alice),
+                server: Some(&server.public),
+            };
+            let at_server = Credentials {
+                psk,
+                own: Some(&server),
+                server: None,
+            };
+            let want = if psk.is_some() {
+                Pattern::IdentityPsk
+            } else {
+                Pattern::Identity
+            };
+            assert_eq!(client.client_pattern(), want);
+            for cipher in BOTH {
+                let (c, s, who) = handshake(&client, &at_server, cipher, cipher).unwrap();
+                assert_eq!(
+                    who,
+                    Some(alice.public),
+                    "the server learns the client's key"
+                );
+                let mut a = [0u8; 64];
+                let n = c.seal(1, b"data", &mut a);
+                let mut out = [0u8; 64];
+                assert_eq!(s.open(1, &a[..n], &mut out), Some(4));
+            }
+        }
+    }
+
+    #[test]
+    fn a_client_pinned_to_another_key_is_told_before_anything_decrypts() {
+        let (alice, server, impostor) = (
+            KeyPair::generate(),
+            KeyPair::generate(),
+            KeyPair::generate(),
+        );
+        let client = Credentials {
+            psk: None,
+            own: Some(&alice),
+            server: Some(&server.public),
+        };
+        let at_impostor = Credentials {
+            psk: None,
+            own: Some(&impostor),
+            server: None,
+        };
+        assert_eq!(
+            handshake(&client, &at_impostor, Cipher::AesGcm, Cipher::AesGcm).err(),
+            Some(Some(FirstMessageError::WrongServerKey))
+        );
+        // With the pre-shared key as well, a wrong one is told apart from a wrong server.
+        let (k, other) = (Psk::generate(), Psk::generate());
+        let client = Credentials {
+            psk: Some(&k),
+            ..client
+        };
+        let at_server = Credentials {
+            psk: Some(&other),
+            own: Some(&server),
+            server: None,
+        };
+        assert_eq!(
+            handshake(&client, &at_server, Cipher::AesGcm, Cipher::AesGcm).err(),
+            Some(Some(FirstMessageError::WrongKey))
+        );
     }
 }

@@ -138,6 +138,11 @@ impl Endpoint {
             .fold(EndpointStats::default(), |a, b| a + b)
     }
 
+    /// Connections this endpoint holds now, in any phase (handshake, open, closing).
+    pub fn connection_count(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().conns.len()).sum()
+    }
+
     /// Each shard's own counters, in shard order.
     pub fn shard_stats(&self) -> Vec<EndpointStats> {
         self.shards.iter().map(|s| s.lock().stats).collect()
@@ -158,10 +163,11 @@ impl Endpoint {
             let mut st = shared.lock();
             let id = st.fresh_id(&shared.shard);
             let now = shared.clock.now();
-            let (payload, hs) = hello_payload(&shared.cfg);
+            let (payload, hs, pattern) = hello_payload(&shared.cfg);
             let initial = envelope::initial(
-                shared.cfg.key.is_some(),
+                shared.cfg.secure(),
                 shared.cfg.cipher,
+                pattern,
                 id,
                 &[],
                 &payload,
@@ -170,6 +176,7 @@ impl Endpoint {
             c.phase = Phase::Hello {
                 initial,
                 payload,
+                pattern,
                 sent: now,
                 first_sent: now,
                 tries: 0,
@@ -195,20 +202,66 @@ impl Endpoint {
     /// no data, and a stream dropped afterwards sends no FIN (its peer would read the end
     /// of a stream, not the reason). [`Endpoint::close_all`] waits for the messages.
     pub fn begin_close_all(&self, code: crate::control::CloseCode, reason: &str) {
+        self.begin_close_where(|_| true, code, reason);
+    }
+
+    /// [`Endpoint::begin_close_all`] for the connections `which` picks; returns how many.
+    fn begin_close_where(
+        &self,
+        which: impl Fn(&Conn) -> bool,
+        code: crate::control::CloseCode,
+        reason: &str,
+    ) -> usize {
+        let mut closed = 0;
         for shared in &self.shards {
             {
                 let mut st = shared.lock();
                 for c in st.conns.values_mut() {
-                    if c.engine.is_some() && c.error.is_none() {
+                    if c.engine.is_some() && c.error.is_none() && c.close.is_none() && which(c) {
                         c.close = Some(crate::control::Control::Close {
                             code,
                             reason: reason.to_string(),
                         });
+                        closed += 1;
                     }
                 }
             }
             shared.notify.notify_one();
         }
+        closed
+    }
+
+    /// Server: replaces the authorized keys (a reload, on SIGHUP) for every shard. The live
+    /// connections of peers no longer listed are closed with [`CloseCode::Revoked`]; the
+    /// others go on, under their new names if those changed. Returns how many were closed,
+    /// or an error if this endpoint was not started with an authorized-keys list.
+    ///
+    /// [`CloseCode::Revoked`]: crate::control::CloseCode::Revoked
+    pub fn reload_authorized_keys(&self, keys: crate::AuthorizedKeys) -> Result<usize, String> {
+        let cfg = &self.shards[0].cfg;
+        let Some(list) = cfg.identity.as_ref().and_then(|i| i.authorized.as_ref()) else {
+            return Err("this endpoint accepts no authorized-keys list".into());
+        };
+        *list.write().unwrap_or_else(|p| p.into_inner()) = keys.clone();
+        let revoked = |c: &Conn| c.peer_key.is_some_and(|k| keys.name_of(&k).is_none());
+        let closed = self.begin_close_where(
+            revoked,
+            crate::control::CloseCode::Revoked,
+            "the server no longer accepts this key",
+        );
+        for shared in &self.shards {
+            let mut st = shared.lock();
+            let mut n = 0;
+            for c in st.conns.values_mut() {
+                match c.peer_key.map(|k| keys.name_of(&k)) {
+                    Some(Some(name)) => c.peer_name = Some(name.to_string()),
+                    Some(None) if c.close.is_some() => n += 1,
+                    _ => {}
+                }
+            }
+            st.stats.revoked += n;
+        }
+        Ok(closed)
     }
 
     /// Closes every open connection with `code` (the peers report the reason at once
@@ -322,7 +375,9 @@ impl Drop for Endpoint {
 
 /// The client's first handshake message: Noise message 1 carrying its parameters (or the
 /// plain parameters when insecure), and the Noise state that reads the answer.
-fn hello_payload(cfg: &EndpointConfig) -> (Vec<u8>, Option<Box<snow::HandshakeState>>) {
+fn hello_payload(
+    cfg: &EndpointConfig,
+) -> (Vec<u8>, Option<Box<snow::HandshakeState>>, crypto::Pattern) {
     let engine = cfg.engine_config(&cfg.scheme);
     let params = ClientParams {
         sent_at_ms: first_message::wall_clock_ms(),
@@ -331,12 +386,11 @@ fn hello_payload(cfg: &EndpointConfig) -> (Vec<u8>, Option<Box<snow::HandshakeSt
         opening: Opening::of(&engine),
     }
     .encode();
-    match &cfg.key {
-        Some(psk) => {
-            let (m, h) = crypto::first_message(psk, cfg.cipher, &params);
-            (m, Some(Box::new(h)))
-        }
-        None => (params, None),
+    if cfg.secure() {
+        let (m, h, pattern) = crypto::first_message(&cfg.credentials(), cfg.cipher, &params);
+        (m, Some(Box::new(h)), pattern)
+    } else {
+        (params, None, crypto::Pattern::Psk)
     }
 }
 
@@ -486,6 +540,7 @@ fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAd
         Envelope::Initial {
             secure,
             cipher,
+            pattern,
             client_id,
             token,
             payload,
@@ -493,6 +548,7 @@ fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAd
             let hello = Hello {
                 secure,
                 cipher,
+                pattern,
                 client_id,
                 token,
                 payload,
@@ -516,7 +572,11 @@ fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAd
                 st.stats.auth_failed += 1;
             }
         }
-        Envelope::Reject { client_id, reason } => {
+        Envelope::Reject {
+            client_id,
+            reason,
+            server_key,
+        } => {
             let Some(c) = st.conns.get_mut(&client_id).filter(|c| c.peer == from) else {
                 st.stats.unexpected += 1;
                 return;
@@ -527,6 +587,12 @@ fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAd
                 RejectReason::BadParams => NetError::BadParams,
                 RejectReason::Damaged => NetError::Damaged,
                 RejectReason::ClockSkew => NetError::ClockSkew,
+                RejectReason::WrongServerKey => NetError::ServerKeyMismatch {
+                    offered: server_key.expect("parsed with the key"),
+                },
+                RejectReason::UnknownPeer => NetError::UnknownPeer,
+                RejectReason::IdentityRequired => NetError::IdentityRequired,
+                RejectReason::NoServerIdentity => NetError::NoServerIdentity,
             });
         }
         Envelope::Data { dst_id, pn, body } => {
@@ -550,7 +616,7 @@ fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAd
             };
             // Without encryption nothing proves a packet from another address comes from
             // the peer: such a connection cannot move.
-            if c.peer != from && shared.cfg.key.is_none() {
+            if c.peer != from && !shared.cfg.secure() {
                 stats.wrong_source += 1;
                 return;
             }
@@ -576,6 +642,7 @@ fn handle_datagram(shared: &Shared, st: &mut State, now: Instant, from: SocketAd
 struct Hello<'a> {
     secure: bool,
     cipher: crypto::Cipher,
+    pattern: crypto::Pattern,
     client_id: u32,
     token: &'a [u8],
     payload: &'a [u8],
@@ -592,6 +659,7 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
     let Hello {
         secure,
         cipher,
+        pattern,
         client_id,
         token,
         payload,
@@ -651,19 +719,27 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
     }
     let reject = |st: &mut State, why: RejectReason| {
         st.stats.rejects_sent += 1;
-        st.push(from, envelope::reject(client_id, why));
+        let own = shared.cfg.identity.as_ref().map(|i| &i.own.public);
+        st.push(from, envelope::reject(client_id, why, own));
     };
-    if secure != shared.cfg.key.is_some() {
+    if secure != shared.cfg.secure() {
         reject(st, RejectReason::ModeMismatch);
         return;
     }
     let mut plain = [0u8; 1024];
     let mut hs = None;
-    let params = match &shared.cfg.key {
-        Some(psk) => match crypto::read_first_message(psk, cipher, payload, &mut plain) {
-            Ok((h, n)) => {
-                hs = Some(h);
-                ClientParams::decode(&plain[..n])
+    let mut peer_key = None;
+    let params = if secure {
+        if let Some(why) = shared.cfg.refuses_pattern(pattern) {
+            reject(st, why);
+            return;
+        }
+        let creds = shared.cfg.credentials();
+        match crypto::read_first_message(&creds, pattern, cipher, payload, &mut plain) {
+            Ok(m) => {
+                hs = Some(m.state);
+                peer_key = m.client_key;
+                ClientParams::decode(&plain[..m.len])
             }
             Err(e) => {
                 st.stats.auth_failed += 1;
@@ -671,13 +747,28 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
                     st,
                     match e {
                         crypto::FirstMessageError::WrongKey => RejectReason::BadKey,
+                        crypto::FirstMessageError::WrongServerKey => RejectReason::WrongServerKey,
                         crypto::FirstMessageError::Damaged => RejectReason::Damaged,
                     },
                 );
                 return;
             }
+        }
+    } else {
+        ClientParams::decode(payload)
+    };
+    // A key pair the server does not list is refused here, before anything about the
+    // client is stored: no connection, no entry in the replay register.
+    let peer_name = match (&peer_key, &shared.cfg.identity) {
+        (Some(key), Some(id)) => match id.name_of(key) {
+            Some(name) => Some(name),
+            None => {
+                st.stats.unknown_peer += 1;
+                reject(st, RejectReason::UnknownPeer);
+                return;
+            }
         },
-        None => ClientParams::decode(payload),
+        _ => None,
     };
     let Some(params) = params else {
         reject(st, RejectReason::BadParams);
@@ -769,6 +860,8 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
     let mut c = Conn::new(from, client_id, now);
     c.open(engine, sealer);
     c.hello = Some((digest, reply.clone()));
+    c.peer_key = peer_key;
+    c.peer_name = peer_name;
     if !proven {
         c.unvalidated = Some(Unvalidated {
             received: initial_len as u64,

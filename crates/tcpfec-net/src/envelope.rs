@@ -3,11 +3,13 @@
 //!
 //! Every parser here checks lengths and returns `None` for anything malformed.
 
-use crate::crypto::Cipher;
+use crate::crypto::{Cipher, Pattern};
+use crate::identity::PublicKey;
 
 /// Protocol version carried in Initial packets (2: one-round-trip start, cipher flag; 3:
-/// a key check before Noise message 1 and the client's time in its parameters).
-pub const VERSION: u8 = 3;
+/// a key check before Noise message 1 and the client's time in its parameters; 4: key
+/// pairs, the pattern flags and the Reject reasons that come with them).
+pub const VERSION: u8 = 4;
 /// Initial packets are padded to at least this size, so the server's answers (Retry,
 /// Handshake, Reject) are always smaller than what it received: no amplification.
 pub const MIN_INITIAL: usize = 1200;
@@ -45,6 +47,15 @@ pub enum RejectReason {
     /// The client's clock is further from the server's than the handshake allows
     /// ([`crate::first_message::CLOCK_TOLERANCE`]).
     ClockSkew = 5,
+    /// The client encrypted to another server's public key; the Reject carries the
+    /// server's own (public, as any server's key is).
+    WrongServerKey = 6,
+    /// The client's public key is not among the server's authorized keys.
+    UnknownPeer = 7,
+    /// The server accepts listed key pairs only, and the client brought none.
+    IdentityRequired = 8,
+    /// The client asked for key pairs, and the server has none.
+    NoServerIdentity = 9,
 }
 
 impl RejectReason {
@@ -55,6 +66,10 @@ impl RejectReason {
             3 => Some(RejectReason::BadParams),
             4 => Some(RejectReason::Damaged),
             5 => Some(RejectReason::ClockSkew),
+            6 => Some(RejectReason::WrongServerKey),
+            7 => Some(RejectReason::UnknownPeer),
+            8 => Some(RejectReason::IdentityRequired),
+            9 => Some(RejectReason::NoServerIdentity),
             _ => None,
         }
     }
@@ -69,6 +84,8 @@ pub enum Envelope<'a> {
         secure: bool,
         /// The client's AEAD (flag bit 1; ChaCha20-Poly1305 when insecure).
         cipher: Cipher,
+        /// The handshake pattern (flag bits 2 and 3; [`Pattern::Psk`] when insecure).
+        pattern: Pattern,
         /// The id the client wants the server to address it with.
         client_id: u32,
         /// Cookie token from a Retry (empty on the first try).
@@ -105,6 +122,8 @@ pub enum Envelope<'a> {
         client_id: u32,
         /// Why.
         reason: RejectReason,
+        /// With [`RejectReason::WrongServerKey`]: the server's public key.
+        server_key: Option<PublicKey>,
     },
 }
 
@@ -126,11 +145,17 @@ pub fn parse(b: &[u8]) -> Option<Envelope<'_>> {
             if b.len() < MIN_INITIAL || *b.get(1)? != VERSION {
                 return None;
             }
-            // Flags: bit 0 secure, bit 1 AES-GCM (only with bit 0).
+            // Flags: bit 0 secure; with it, bit 1 AES-GCM, bit 2 key pairs (IK), bit 3 the
+            // pre-shared key as well (IKpsk2, only with bit 2).
             let flags = *b.get(2)?;
-            if flags & !3 != 0 || flags == 2 {
+            if flags & !15 != 0 || (flags & 1 == 0 && flags != 0) || flags & 12 == 8 {
                 return None;
             }
+            let pattern = match flags & 12 {
+                0 => Pattern::Psk,
+                4 => Pattern::Identity,
+                _ => Pattern::IdentityPsk,
+            };
             let client_id = u32_at(b, 3)?;
             let tlen = u16_at(b, 7)? as usize;
             let token = b.get(9..9 + tlen)?;
@@ -143,6 +168,7 @@ pub fn parse(b: &[u8]) -> Option<Envelope<'_>> {
                 } else {
                     Cipher::ChaChaPoly
                 },
+                pattern,
                 client_id,
                 token,
                 payload,
@@ -166,22 +192,28 @@ pub fn parse(b: &[u8]) -> Option<Envelope<'_>> {
             body: b.get(DATA_HEADER..)?,
         }),
         5 => {
-            if b.len() != 6 {
-                return None;
-            }
+            let reason = RejectReason::from_u8(*b.get(5)?)?;
+            let server_key = match reason {
+                RejectReason::WrongServerKey => Some(PublicKey(b.get(6..)?.try_into().ok()?)),
+                _ if b.len() == 6 => None,
+                _ => return None,
+            };
             Some(Envelope::Reject {
                 client_id: u32_at(b, 1)?,
-                reason: RejectReason::from_u8(b[5])?,
+                reason,
+                server_key,
             })
         }
         _ => None,
     }
 }
 
-/// Writes an Initial, padded to [`MIN_INITIAL`]; `cipher` counts only when `secure`.
+/// Writes an Initial, padded to [`MIN_INITIAL`]; `cipher` and `pattern` count only when
+/// `secure`.
 pub fn initial(
     secure: bool,
     cipher: Cipher,
+    pattern: Pattern,
     client_id: u32,
     token: &[u8],
     payload: &[u8],
@@ -190,7 +222,13 @@ pub fn initial(
     v.push(Kind::Initial as u8);
     v.push(VERSION);
     let aes = secure && cipher == Cipher::AesGcm;
-    v.push(secure as u8 | (aes as u8) << 1);
+    let pattern_bits = match pattern {
+        _ if !secure => 0,
+        Pattern::Psk => 0,
+        Pattern::Identity => 4,
+        Pattern::IdentityPsk => 12,
+    };
+    v.push(secure as u8 | (aes as u8) << 1 | pattern_bits);
     v.extend_from_slice(&client_id.to_be_bytes());
     v.extend_from_slice(&(token.len() as u16).to_be_bytes());
     v.extend_from_slice(token);
@@ -220,11 +258,18 @@ pub fn handshake(client_id: u32, payload: &[u8]) -> Vec<u8> {
     v
 }
 
-/// Writes a Reject.
-pub fn reject(client_id: u32, reason: RejectReason) -> Vec<u8> {
+/// Writes a Reject; `server_key` goes with [`RejectReason::WrongServerKey`] only.
+pub fn reject(client_id: u32, reason: RejectReason, server_key: Option<&PublicKey>) -> Vec<u8> {
     let mut v = vec![Kind::Reject as u8];
     v.extend_from_slice(&client_id.to_be_bytes());
     v.push(reason as u8);
+    if reason == RejectReason::WrongServerKey {
+        v.extend_from_slice(
+            &server_key
+                .expect("the server's key goes with WrongServerKey")
+                .0,
+        );
+    }
     v
 }
 
@@ -241,22 +286,27 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        for cipher in [Cipher::ChaChaPoly, Cipher::AesGcm] {
-            let i = initial(true, cipher, 7, b"tok", b"hello");
+        let patterns = [Pattern::Psk, Pattern::Identity, Pattern::IdentityPsk];
+        for (cipher, pattern) in [Cipher::ChaChaPoly, Cipher::AesGcm]
+            .into_iter()
+            .flat_map(|c| patterns.map(|p| (c, p)))
+        {
+            let i = initial(true, cipher, pattern, 7, b"tok", b"hello");
             assert_eq!(i.len(), MIN_INITIAL);
             assert_eq!(
                 parse(&i),
                 Some(Envelope::Initial {
                     secure: true,
                     cipher,
+                    pattern,
                     client_id: 7,
                     token: b"tok",
                     payload: b"hello"
                 })
             );
         }
-        // Without encryption there is no cipher to name.
-        let plain = initial(false, Cipher::AesGcm, 7, b"", b"p");
+        // Without encryption there is no cipher or pattern to name.
+        let plain = initial(false, Cipher::AesGcm, Pattern::Identity, 7, b"", b"p");
         assert_eq!(plain[2], 0);
         assert_eq!(
             parse(&retry(9, b"abc")),
@@ -273,10 +323,20 @@ mod tests {
             })
         );
         assert_eq!(
-            parse(&reject(3, RejectReason::BadKey)),
+            parse(&reject(3, RejectReason::BadKey, None)),
             Some(Envelope::Reject {
                 client_id: 3,
-                reason: RejectReason::BadKey
+                reason: RejectReason::BadKey,
+                server_key: None
+            })
+        );
+        let key = PublicKey([7; 32]);
+        assert_eq!(
+            parse(&reject(3, RejectReason::WrongServerKey, Some(&key))),
+            Some(Envelope::Reject {
+                client_id: 3,
+                reason: RejectReason::WrongServerKey,
+                server_key: Some(key)
             })
         );
         let mut d = vec![0u8; 20];
@@ -293,12 +353,24 @@ mod tests {
 
     #[test]
     fn malformed_is_none_never_panics() {
-        let mut i = initial(false, Cipher::ChaChaPoly, 1, b"", b"p");
+        let mut i = initial(false, Cipher::ChaChaPoly, Pattern::Psk, 1, b"", b"p");
         assert!(parse(&i[..100]).is_none(), "short Initial");
         i[2] = 2; // AES-GCM without encryption
         assert!(parse(&i).is_none(), "cipher flag without the secure flag");
         i[2] = 4;
+        assert!(parse(&i).is_none(), "key pairs without the secure flag");
+        i[2] = 1 | 8;
+        assert!(
+            parse(&i).is_none(),
+            "the pre-shared key flag without key pairs"
+        );
+        i[2] = 16 | 1;
         assert!(parse(&i).is_none(), "unknown flag");
+        let r = reject(3, RejectReason::WrongServerKey, Some(&PublicKey([1; 32])));
+        assert!(parse(&r[..r.len() - 1]).is_none(), "a server key cut short");
+        let mut r = reject(3, RejectReason::BadKey, None);
+        r.push(0);
+        assert!(parse(&r).is_none(), "a key where none belongs");
         i[2] = 0;
         i[1] = 2;
         assert!(parse(&i).is_none(), "version 2");

@@ -28,6 +28,18 @@ pub enum NetError {
     /// The server refused the handshake because the two machines' clocks differ by more
     /// than it allows.
     ClockSkew,
+    /// The server holds another key pair than the one pinned for it.
+    ServerKeyMismatch {
+        /// The public key the server says it has (unauthenticated: it answered a
+        /// handshake it could not read).
+        offered: crate::identity::PublicKey,
+    },
+    /// The server does not list our public key.
+    UnknownPeer,
+    /// The server accepts listed key pairs only, and we came with a pre-shared key alone.
+    IdentityRequired,
+    /// We came with key pairs, and the server has none.
+    NoServerIdentity,
     /// The peer stopped answering an open connection.
     PeerTimeout(Duration),
     /// The peer reset (aborted) the connection.
@@ -85,6 +97,23 @@ impl std::fmt::Display for NetError {
                 "the server rejected the handshake: the clocks of the two machines differ by more than {} s (set both by NTP)",
                 crate::first_message::CLOCK_TOLERANCE.as_secs()
             ),
+            NetError::ServerKeyMismatch { offered } => write!(
+                f,
+                "the server's key is not the one pinned for it: it offers {offered} ({}). If the server was re-keyed, pin the new key (--server-key, or edit known_servers); otherwise someone else answers at that address",
+                offered.fingerprint()
+            ),
+            NetError::UnknownPeer => write!(
+                f,
+                "the server rejected the handshake: our public key is not in its authorized keys (send it the .pub file of --identity)"
+            ),
+            NetError::IdentityRequired => write!(
+                f,
+                "the server rejected the handshake: it accepts listed key pairs only (give --identity and the server's key with --server-key)"
+            ),
+            NetError::NoServerIdentity => write!(
+                f,
+                "the server rejected the handshake: it has no key pair (drop --server-key, or start the server with --identity)"
+            ),
             NetError::PeerTimeout(d) => write!(
                 f,
                 "the peer stopped answering: nothing authentic received for {:.1} s (peer gone or path down)",
@@ -106,6 +135,7 @@ impl std::fmt::Display for NetError {
                     }
                     C::TargetReset => write!(f, "the far end reset the forwarded connection: {reason}"),
                     C::Application => write!(f, "the peer closed the connection: {reason}"),
+                    C::Revoked => write!(f, "the server revoked our key: {reason}"),
                 }
             }
             NetError::ClosedHere(code) => write!(f, "this side closed the connection ({code:?})"),
@@ -121,7 +151,12 @@ impl From<NetError> for std::io::Error {
         use std::io::ErrorKind as K;
         let kind = match e {
             NetError::NoAnswer { .. } | NetError::PeerTimeout(_) => K::TimedOut,
-            NetError::WrongKey | NetError::ModeMismatch => K::PermissionDenied,
+            NetError::WrongKey
+            | NetError::ModeMismatch
+            | NetError::ServerKeyMismatch { .. }
+            | NetError::UnknownPeer
+            | NetError::IdentityRequired
+            | NetError::NoServerIdentity => K::PermissionDenied,
             NetError::BadParams => K::InvalidInput,
             NetError::Damaged => K::InvalidData,
             NetError::ClockSkew => K::PermissionDenied,

@@ -55,49 +55,62 @@ impl Psk {
     /// Reads a key file written by [`Psk::write_new`]. Reads at most a few kilobytes, so
     /// a wrong path (a device, a huge file) fails fast instead of filling memory.
     pub fn read(path: &Path) -> Result<Psk, String> {
-        use std::io::Read;
-        const LIMIT: u64 = 4096;
-        let cant = |e: std::io::Error| format!("cannot read key file {}: {e}", path.display());
-        let f = std::fs::File::open(path).map_err(cant)?;
-        if !f.metadata().map_err(cant)?.is_file() {
-            return Err(format!("key file {}: not a regular file", path.display()));
-        }
-        let mut raw = Vec::new();
-        f.take(LIMIT + 1).read_to_end(&mut raw).map_err(cant)?;
-        if raw.len() as u64 > LIMIT {
-            return Err(format!(
-                "key file {}: too large for a key (a key file is one line of {} hex digits)",
-                path.display(),
-                KEY_LEN * 2
-            ));
-        }
-        let text = String::from_utf8(raw).map_err(|_| {
-            format!(
-                "key file {}: not text (a key file is one line of hex digits)",
-                path.display()
-            )
-        })?;
+        let text = read_small_text(
+            path,
+            "key file",
+            4096,
+            "a key file is one line of hex digits",
+        )?;
         Psk::from_hex(&text).map_err(|e| format!("key file {}: {e}", path.display()))
     }
 
     /// Writes a new key file readable only by its owner; refuses to overwrite.
     pub fn write_new(&self, path: &Path) -> Result<(), String> {
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        let mut f = opts.open(path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                format!("{} exists; not overwriting a key", path.display())
-            } else {
-                format!("cannot create {}: {e}", path.display())
-            }
-        })?;
-        writeln!(f, "{}", self.to_hex()).map_err(|e| format!("writing {}: {e}", path.display()))
+        write_new_private(path, &format!("{}\n", self.to_hex()))
     }
+}
+
+/// Reads a small text file (`what` names it in errors; `form` says what it should hold).
+/// Reads at most `limit` bytes, so a wrong path (a device, a huge file) fails fast instead
+/// of filling memory.
+pub(crate) fn read_small_text(
+    path: &Path,
+    what: &str,
+    limit: u64,
+    form: &str,
+) -> Result<String, String> {
+    use std::io::Read;
+    let cant = |e: std::io::Error| format!("cannot read {what} {}: {e}", path.display());
+    let f = std::fs::File::open(path).map_err(cant)?;
+    if !f.metadata().map_err(cant)?.is_file() {
+        return Err(format!("{what} {}: not a regular file", path.display()));
+    }
+    let mut raw = Vec::new();
+    f.take(limit + 1).read_to_end(&mut raw).map_err(cant)?;
+    if raw.len() as u64 > limit {
+        return Err(format!("{what} {}: too large ({form})", path.display()));
+    }
+    String::from_utf8(raw).map_err(|_| format!("{what} {}: not text ({form})", path.display()))
+}
+
+/// Creates `path` readable only by its owner and writes `text`; refuses to overwrite.
+pub(crate) fn write_new_private(path: &Path, text: &str) -> Result<(), String> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            format!("{} exists; not overwriting a key", path.display())
+        } else {
+            format!("cannot create {}: {e}", path.display())
+        }
+    })?;
+    f.write_all(text.as_bytes())
+        .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod error;
 pub mod first_message;
 pub mod gro;
 mod gso;
+pub mod identity;
 pub mod key;
 pub mod link;
 mod memory;
@@ -42,6 +43,7 @@ pub mod tunnel;
 
 pub use endpoint::{Endpoint, EndpointConfig, RetryPolicy, DEFAULT_MSS, MAX_UNVALIDATED};
 pub use error::NetError;
+pub use identity::{AuthorizedKeys, KeyPair, KnownServers, PublicKey};
 pub use key::Psk;
 pub use stats::EndpointStats;
 pub use stream::Stream;

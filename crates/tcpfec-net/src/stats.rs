@@ -37,6 +37,10 @@ pub struct EndpointStats {
     /// First handshake messages whose time is too far from this clock (old copies, or a
     /// client with a wrong clock): refused.
     pub initial_stale: u64,
+    /// Authentic handshakes from a key pair the authorized keys do not list: refused.
+    pub unknown_peer: u64,
+    /// Connections closed because a reload removed their peer's key.
+    pub revoked: u64,
     /// Retry (cookie) packets sent.
     pub retries_sent: u64,
     /// Server connections opened without a token whose client never proved its address
@@ -104,6 +108,8 @@ impl std::ops::Add for EndpointStats {
             token_reused,
             initial_replayed,
             initial_stale,
+            unknown_peer,
+            revoked,
             retries_sent,
             unvalidated_expired,
             rejects_sent,
@@ -129,6 +135,8 @@ impl std::ops::Add for EndpointStats {
             token_reused: self.token_reused + token_reused,
             initial_replayed: self.initial_replayed + initial_replayed,
             initial_stale: self.initial_stale + initial_stale,
+            unknown_peer: self.unknown_peer + unknown_peer,
+            revoked: self.revoked + revoked,
             retries_sent: self.retries_sent + retries_sent,
             unvalidated_expired: self.unvalidated_expired + unvalidated_expired,
             rejects_sent: self.rejects_sent + rejects_sent,

@@ -33,6 +33,19 @@ impl Stream {
         st.conns.get(&self.id).map_or(self.peer, |c| c.peer)
     }
 
+    /// Server: the peer's name, when it proved a key pair: its name in the authorized keys,
+    /// or its key's fingerprint where any key pair is accepted.
+    pub fn peer_name(&self) -> Option<String> {
+        let st = self.shared.lock();
+        st.conns.get(&self.id).and_then(|c| c.peer_name.clone())
+    }
+
+    /// Server: the peer's public key, when it proved a key pair.
+    pub fn peer_key(&self) -> Option<crate::identity::PublicKey> {
+        let st = self.shared.lock();
+        st.conns.get(&self.id).and_then(|c| c.peer_key)
+    }
+
     /// The engine's counters for this connection (sent, retransmitted, repairs, recovered…).
     pub fn stats(&self) -> Stats {
         self.watch().stats()

@@ -109,12 +109,15 @@ pub struct TunnelStats {
 /// How many forwarded connections (TCP connections and UDP flows) a tunnel server carries
 /// at once. Each may hold its receive window (2 MiB, more on a fast path whose target
 /// keeps up) and its send buffer (4 MiB) while its target or client is slow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerLimits {
     /// Over all clients.
     pub max_connections: usize,
     /// From one client IP address.
     pub max_per_peer: usize,
+    /// Only these peers (by the name their key pair goes by,
+    /// [`crate::Stream::peer_name`]) may forward; `None`: every peer the endpoint accepts.
+    pub allowed_peers: Option<Arc<std::collections::BTreeSet<String>>>,
 }
 
 impl Default for ServerLimits {
@@ -122,6 +125,7 @@ impl Default for ServerLimits {
         ServerLimits {
             max_connections: 2048,
             max_per_peer: 512,
+            allowed_peers: None,
         }
     }
 }
@@ -157,9 +161,15 @@ impl Drop for Admitted {
 fn admit(
     active: &Arc<Mutex<Active>>,
     stats: &Arc<TunnelStats>,
-    limits: ServerLimits,
+    limits: &ServerLimits,
     peer: IpAddr,
+    name: Option<&str>,
 ) -> Result<Admitted, String> {
+    if let Some(allowed) = &limits.allowed_peers {
+        if !name.is_some_and(|n| allowed.contains(n)) {
+            return Err("this tunnel server does not forward for this peer".into());
+        }
+    }
     let mut a = active.lock().unwrap_or_else(|p| p.into_inner());
     if stats.active.load(Ordering::Relaxed) as usize >= limits.max_connections {
         return Err(format!(
@@ -200,13 +210,14 @@ pub async fn serve_within(
     let active = Arc::new(Mutex::new(Active::default()));
     while let Some(mut stream) = endpoint.accept().await {
         let peer = stream.peer_addr();
-        let admitted = match admit(&active, &stats, limits, peer.ip()) {
+        let name = stream.peer_name();
+        let admitted = match admit(&active, &stats, &limits, peer.ip(), name.as_deref()) {
             Ok(a) => a,
             Err(reason) => {
                 stats.refused.fetch_add(1, Ordering::Relaxed);
                 stream.close_with(CloseCode::Application, &reason);
                 stats.events.emit(TunnelEvent::Refused {
-                    connection: format!("connection from {peer}"),
+                    connection: connection_from(&stream),
                     reason,
                 });
                 continue;
@@ -237,13 +248,22 @@ pub async fn serve_within(
     }
 }
 
+/// "connection from NAME (ADDRESS)", or from the address alone when the peer has no key
+/// pair: how events name a forwarded connection.
+fn connection_from(stream: &Stream) -> String {
+    let addr = stream.peer_addr();
+    match stream.peer_name() {
+        Some(name) => format!("connection from {name} ({addr})"),
+        None => format!("connection from {addr}"),
+    }
+}
+
 async fn serve_tcp(mut stream: Stream, target: &str, events: &TunnelEvents) -> io::Result<()> {
-    let peer = stream.peer_addr();
     let mut tcp = match TcpStream::connect(target).await {
         Ok(t) => t,
         Err(e) => {
             events.emit(TunnelEvent::Failed {
-                connection: format!("connection from {peer}"),
+                connection: connection_from(&stream),
                 error: format!("cannot reach {target}: {e}"),
             });
             stream.close_with(CloseCode::TargetUnreachable, &e.to_string());
@@ -256,7 +276,7 @@ async fn serve_tcp(mut stream: Stream, target: &str, events: &TunnelEvents) -> i
         r,
         tcp,
         &stream,
-        format!("connection from {peer} to {target}"),
+        format!("{} to {target}", connection_from(&stream)),
         events,
     )
 }

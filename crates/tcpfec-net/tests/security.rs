@@ -79,6 +79,7 @@ async fn garbage_forged_truncated_and_replayed_packets_are_dropped_and_counted()
                     let spoof = tcpfec_net::envelope::initial(
                         true,
                         Cipher::preferred(),
+                        tcpfec_net::crypto::Pattern::Psk,
                         x as u32,
                         &[7; 24],
                         &[1; 48],
@@ -372,8 +373,13 @@ fn genuine_initial(key: &Psk, id: u32) -> Vec<u8> {
         },
     }
     .encode();
-    let (m, _) = tcpfec_net::crypto::first_message(key, Cipher::preferred(), &params);
-    tcpfec_net::envelope::initial(true, Cipher::preferred(), id, &[], &m)
+    let creds = tcpfec_net::crypto::Credentials {
+        psk: Some(key),
+        own: None,
+        server: None,
+    };
+    let (m, _, pattern) = tcpfec_net::crypto::first_message(&creds, Cipher::preferred(), &params);
+    tcpfec_net::envelope::initial(true, Cipher::preferred(), pattern, id, &[], &m)
 }
 
 /// Without a cookie round the server answers a first Initial with the handshake, but it
@@ -526,6 +532,7 @@ async fn replay_from_a_new_port(recorded: &[u8], server: SocketAddr) -> bool {
     let Some(Envelope::Initial {
         secure,
         cipher,
+        pattern,
         payload,
         ..
     }) = parse(recorded)
@@ -542,7 +549,7 @@ async fn replay_from_a_new_port(recorded: &[u8], server: SocketAddr) -> bool {
     match parse(&buf[..n]) {
         Some(Envelope::Handshake { .. }) => true,
         Some(Envelope::Retry { client_id, token }) => {
-            let again = initial(secure, cipher, client_id, token, payload);
+            let again = initial(secure, cipher, pattern, client_id, token, payload);
             sock.send_to(&again, server).await.unwrap();
             matches!(
                 tokio::time::timeout(wait, sock.recv(&mut buf)).await,
