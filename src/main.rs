@@ -2,10 +2,12 @@
 
 mod auth_cli;
 mod child;
+mod config_file;
 mod emu_bench;
 mod emu_cli;
 mod lab_cli;
 mod loopback_bench;
+mod manpages;
 mod net_bench;
 mod net_cli;
 mod perf_cli;
@@ -115,6 +117,19 @@ enum Command {
     Tunnel {
         #[command(subcommand)]
         side: net_cli::TunnelSide,
+    },
+    /// Print a shell completion script: `tcpfec completions bash > /etc/bash_completion.d/tcpfec`
+    /// (zsh: into a directory of $fpath as _tcpfec; fish: ~/.config/fish/completions/tcpfec.fish).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write manual pages (tcpfec.1 and one per subcommand, tcpfec-recv.1, …) into a
+    /// directory: `tcpfec man --out /usr/local/share/man/man1`.
+    Man {
+        /// Where to write them (created if missing).
+        #[arg(long, value_name = "DIR", default_value = "man")]
+        out: std::path::PathBuf,
     },
     /// A link emulator for any IP traffic (kernel TCP too): two network namespaces joined
     /// by a link with rate, delay, queue and loss, until Ctrl-C. Needs root.
@@ -252,7 +267,15 @@ fn schemes() {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::CommandFactory;
+    let argv = match config_file::expand(std::env::args_os().collect(), &Cli::command()) {
+        Ok(argv) => argv,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(argv);
     let result = match cli.command {
         Command::Demo { out } => demo::run(&out),
         Command::Sim(args) => lab_cli::sim(*args),
@@ -328,6 +351,17 @@ fn main() -> ExitCode {
         Command::Relay(a) => net_cli::relay(a),
         Command::Perf(a) => perf_cli::perf(*a),
         Command::Emu(a) => emu_cli::emu(a),
+        Command::Completions { shell } => {
+            // Into memory first: a closed pipe (`| head`) is then an ordinary write error.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "tcpfec", &mut script);
+            use std::io::Write;
+            match std::io::stdout().write_all(&script) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+                _ => Ok(()),
+            }
+        }
+        Command::Man { out } => manpages::write_all(&Cli::command(), &out),
         Command::Bench {
             what: BenchWhat::Net(a),
         } => net_bench::run(a),

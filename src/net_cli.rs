@@ -25,6 +25,17 @@ use tcpfec_proto::{Scheme, Stats};
 pub use crate::auth_cli::Security;
 use crate::auth_cli::{ClientAuth, Keys, ServerAuth};
 
+/// `--config FILE` of the long-running commands ([`crate::config_file`] expands it before
+/// the command line is parsed; the path stays here for a reload).
+#[derive(Args, Clone, Default)]
+pub struct ConfigArg {
+    /// Read flags from a TOML file: each key is a long flag name (`listen =
+    /// "0.0.0.0:7000"`, `threads = 4`, `out-per-peer = true`, lists for flags that repeat).
+    /// Flags given on the command line win.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
 /// Counter output flags.
 #[derive(Args, Clone)]
 pub struct Report {
@@ -168,6 +179,8 @@ pub struct RecvArgs {
     peers: ServerAuth,
     #[command(flatten)]
     validation: Validation,
+    #[command(flatten)]
+    config: ConfigArg,
     /// Scheme for the answers this side sends (tiny; the sender chooses its own).
     #[arg(long, default_value = "sack")]
     scheme: String,
@@ -209,6 +222,8 @@ pub enum TunnelSide {
         peers: ServerAuth,
         #[command(flatten)]
         validation: Validation,
+        #[command(flatten)]
+        config: ConfigArg,
         /// Scheme for the server → client direction (see `tcpfec send --help`).
         #[arg(long, default_value = DEFAULT_SCHEME)]
         scheme: String,
@@ -231,6 +246,8 @@ pub enum TunnelSide {
         security: Security,
         #[command(flatten)]
         server_auth: ClientAuth,
+        #[command(flatten)]
+        config: ConfigArg,
         /// Scheme for the client → server direction (see `tcpfec send --help`).
         #[arg(long, default_value = DEFAULT_SCHEME)]
         scheme: String,
@@ -282,6 +299,8 @@ pub struct RelayArgs {
     /// Seconds without a datagram from a client after which its upstream socket closes.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     idle_expiry: f64,
+    #[command(flatten)]
+    config: ConfigArg,
 }
 
 /// The emulated link, shared by `relay` and `emu`. "Forward" is listen → to for the
@@ -1045,6 +1064,7 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 security,
                 peers,
                 validation,
+                config: _,
                 scheme: sch,
                 report,
             } => {
@@ -1106,6 +1126,7 @@ pub fn tunnel(side: TunnelSide) -> Result<(), String> {
                 udp,
                 security,
                 server_auth,
+                config: _,
                 scheme: sch,
                 resume,
                 report,

@@ -134,6 +134,8 @@ pub struct PerfArgs {
     threads: Threads,
     #[command(flatten)]
     security: Security,
+    #[command(flatten)]
+    config: crate::net_cli::ConfigArg,
     /// Output JSON in iperf3's shape (plus tcpfec's own fields) instead of text.
     #[arg(long, short = 'J')]
     json: bool,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use tcpfec_fuzz::pair::{self, Delivery, Setup, MSS_CHOICES, SCHEMES};
 use tcpfec_fuzz::schedule;
 use tcpfec_net::crypto::Cipher;
+use tcpfec_net::crypto::{first_message, Credentials, Pattern};
 use tcpfec_net::envelope::{self, RejectReason};
 use tcpfec_net::params::{ClientParams, Opening, ServerParams};
 use tcpfec_proto::fec::fountain::{parameters, FountainEncoder};
@@ -155,7 +156,8 @@ const OPENING: Opening = Opening {
 };
 
 fn envelopes() {
-    let psk = tcpfec_net::Psk([7; 32]);
+    let (psk, server_pair) = tcpfec_fuzz::targets::fuzz_server_keys();
+    let client_pair = tcpfec_net::KeyPair::from_private([3; 32]);
     let params = |send: &str, want: Option<&str>| {
         ClientParams {
             sent_at_ms: 1_800_000_000_000,
@@ -169,22 +171,39 @@ fn envelopes() {
     write(
         "envelope",
         "initial-insecure",
-        &envelope::initial(false, Cipher::ChaChaPoly, 9, b"", &plain),
+        &envelope::initial(false, Cipher::ChaChaPoly, Pattern::Psk, 9, b"", &plain),
     );
-    // Secure: Noise message 1 under the key the target's responder uses, with each cipher.
+    // Secure: Noise message 1 under the keys the target's responder holds, with each
+    // cipher and each pattern (the pre-shared key, key pairs, both).
     let token = [5u8; 24];
+    let patterns = [
+        ("psk", Some(&psk), None),
+        ("ik", None, Some(&client_pair)),
+        ("ikpsk2", Some(&psk), Some(&client_pair)),
+    ];
     for (cipher, name) in [(Cipher::ChaChaPoly, "chacha"), (Cipher::AesGcm, "aes")] {
-        let (m1, _) = tcpfec_net::crypto::first_message(&psk, cipher, &params("fectcp", None));
-        write(
-            "envelope",
-            &format!("initial-secure-{name}"),
-            &envelope::initial(true, cipher, 9, &[], &m1),
-        );
-        write(
-            "envelope",
-            &format!("initial-secure-token-{name}"),
-            &envelope::initial(true, cipher, 9, &token, &m1),
-        );
+        for (pname, psk, own) in patterns {
+            let creds = Credentials {
+                psk,
+                own,
+                server: own.map(|_| &server_pair.public),
+            };
+            let (m1, _, pattern) = first_message(&creds, cipher, &params("fectcp", None));
+            let name = match pname {
+                "psk" => name.to_string(),
+                p => format!("{p}-{name}"),
+            };
+            write(
+                "envelope",
+                &format!("initial-secure-{name}"),
+                &envelope::initial(true, cipher, pattern, 9, &[], &m1),
+            );
+            write(
+                "envelope",
+                &format!("initial-secure-token-{name}"),
+                &envelope::initial(true, cipher, pattern, 9, &token, &m1),
+            );
+        }
     }
     write("envelope", "retry", &envelope::retry(9, &token));
     let server = ServerParams {
@@ -200,7 +219,12 @@ fn envelopes() {
     write(
         "envelope",
         "reject",
-        &envelope::reject(9, RejectReason::BadParams),
+        &envelope::reject(9, RejectReason::BadParams, None),
+    );
+    write(
+        "envelope",
+        "reject-server-key",
+        &envelope::reject(9, RejectReason::WrongServerKey, Some(&server_pair.public)),
     );
     write(
         "envelope",
