@@ -15,7 +15,7 @@ use snow::{HandshakeState, StatelessTransportState};
 /// Bytes the AEAD adds to each packet (the tag; 16 for both ciphers).
 pub const TAG_LEN: usize = 16;
 /// Bound into the handshake hash: both sides must be speaking this protocol version.
-const PROLOGUE: &[u8] = b"tcpfec-net/3";
+const PROLOGUE: &[u8] = b"tcpfec-net/4";
 
 /// The AEAD that seals data packets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -138,7 +138,9 @@ pub fn cached_matrix_bytes() -> usize {
 /// and keying by exact m built a new codec for each (184 builds, two thirds of a 60 s
 /// simulated `auto` run).
 fn codec_parity(k: usize, m: usize) -> usize {
-    m.next_power_of_two().min(MAX_SHARDS - k)
+    // A shape beyond the shard limit (a peer's corrupt group fields) has no codec; `get`
+    // refuses it, and this must not underflow before it does.
+    m.next_power_of_two().min(MAX_SHARDS.saturating_sub(k))
 }
 
 impl RsCache {
@@ -266,6 +268,23 @@ fn padded(payload: &[u8], len: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `pair` fuzz target: a group wider than the shard limit (corrupt group
+    /// fields from an unauthenticated peer) underflowed while picking the codec.
+    #[test]
+    fn a_group_beyond_the_shard_limit_has_no_codec_and_decodes_to_nothing() {
+        assert_eq!(codec_parity(MAX_SHARDS + 44, 4), 0);
+        assert_eq!(codec_parity(200, 100), MAX_SHARDS - 200);
+        let mut cache = RsCache::default();
+        let mut data = vec![Some(Bytes::from_static(b"abc")); MAX_SHARDS + 44];
+        data[3] = None;
+        let repairs = vec![Some(Bytes::from_static(b"abcde")); 4];
+        assert_eq!(cache.decode(&data, &repairs), None);
+        assert_eq!(
+            cache.encode(&[Bytes::from_static(b"x")][..], MAX_SHARDS),
+            None
+        );
+    }
 
     /// Over its budget the registry drops the codecs used least recently, never the one
     /// in use, and what each may hold grows with its decodes up to the crate's limit.
