@@ -141,8 +141,7 @@ async fn a_reload_closes_only_the_revoked_peers_live_transfer() {
     let err = tokio::time::timeout(Duration::from_secs(5), sb.read(&mut buf))
         .await
         .expect("bob is told at once")
-        .err()
-        .expect("an error, not the end of the stream");
+        .expect_err("an error, not the end of the stream");
     match net_error(&err) {
         Some(NetError::PeerClosed { code, .. }) => assert_eq!(*code, CloseCode::Revoked),
         other => panic!("bob got {other:?}: {err}"),
