@@ -175,6 +175,12 @@ pub struct SimArgs {
     /// at most 6 runs.
     #[arg(long, value_name = "DIR")]
     trace: Option<PathBuf>,
+    /// Write a qlog trace (JSON-SEQ, for qvis) of both ends of every flow of every run:
+    /// DIR/runNNNN-flowF-client.sqlog and …-server.sqlog. Packets sent and received,
+    /// losses, congestion metrics and FEC events (`docs/observability.md`); at most 2000
+    /// files and 256 MiB per file.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
     #[command(flatten)]
     shard: ShardArgs,
     /// No progress bar.
@@ -263,6 +269,7 @@ pub fn sim(args: SimArgs) -> Result<(), String> {
         json: args.json,
         csv: args.csv,
         trace: args.trace,
+        qlog: args.qlog,
         progress: !args.quiet && std::io::stderr().is_terminal(),
         shard,
     })

@@ -403,6 +403,8 @@ fn main() -> ExitCode {
             (None, false) => bench::run(repeat, &bench::detect(ns2, ns3)),
         },
     };
+    // The network commands' qlog traces are written by a thread: let it finish.
+    tcpfec_qlog::flush_all(std::time::Duration::from_secs(5));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {

@@ -48,6 +48,30 @@ pub struct Report {
     /// Seconds without an authentic packet after which a connection is declared dead.
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     idle_timeout: f64,
+    #[command(flatten)]
+    qlog: QlogArg,
+}
+
+/// `--qlog DIR` of the commands that talk.
+#[derive(Args, Clone, Default)]
+pub struct QlogArg {
+    /// Write a qlog trace (JSON-SEQ, for qvis) of every connection into DIR (created if
+    /// missing): SIDE-UNIXMS-PEER-ID.sqlog, packets, losses, congestion metrics and FEC
+    /// events (docs/observability.md). Off by default; the QLOGDIR environment variable
+    /// turns it on as for QUIC tools.
+    #[arg(long, value_name = "DIR", env = "QLOGDIR")]
+    pub qlog: Option<PathBuf>,
+}
+
+impl QlogArg {
+    /// Sets `cfg` to trace into the directory, creating it.
+    pub(crate) fn apply(&self, cfg: &mut EndpointConfig) -> Result<(), String> {
+        if let Some(dir) = &self.qlog {
+            std::fs::create_dir_all(dir).map_err(|e| format!("--qlog {}: {e}", dir.display()))?;
+            cfg.qlog_dir = Some(dir.clone());
+        }
+        Ok(())
+    }
 }
 
 /// Careful Resume for a connecting side.
@@ -478,6 +502,7 @@ fn endpoint_config(keys: &Keys, scheme: Scheme, r: &Report) -> Result<EndpointCo
     }
     let mut cfg = EndpointConfig::new(keys.psk.clone(), scheme);
     cfg.idle_timeout = Duration::from_secs_f64(r.idle_timeout);
+    r.qlog.apply(&mut cfg)?;
     Ok(cfg)
 }
 
@@ -724,6 +749,7 @@ async fn exit_stopped(ep: &Endpoint, stop: Stop, what: &str, json: bool) -> ! {
         json!({"event": "stopped", "signal": stop.signal, "detail": what}),
         format_args!("stopped by {}: {what}", stop.signal),
     );
+    tcpfec_qlog::flush_all(Duration::from_secs(2));
     std::process::exit(stop.status)
 }
 

@@ -136,6 +136,8 @@ pub struct PerfArgs {
     security: Security,
     #[command(flatten)]
     config: crate::net_cli::ConfigArg,
+    #[command(flatten)]
+    qlog: crate::net_cli::QlogArg,
     /// Output JSON in iperf3's shape (plus tcpfec's own fields) instead of text.
     #[arg(long, short = 'J')]
     json: bool,
@@ -227,6 +229,7 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
     };
     let json_out = a.json;
     let resume = a.resume;
+    let qlog = a.qlog.clone();
     runtime()?.block_on(async move {
         let server = resolve("HOST:PORT", &addr_text).await?;
         let mut reports = Vec::new();
@@ -235,6 +238,7 @@ pub fn perf(a: PerfArgs) -> Result<(), String> {
                 Transport::Tcpfec { .. } => {
                     let key = key.clone().expect("tcpfec runs have a key decision");
                     let mut cfg = EndpointConfig::new(key, data_scheme.clone());
+                    qlog.apply(&mut cfg)?;
                     // The data direction uses --scheme either way; the other direction
                     // carries only acknowledgements and control lines.
                     let sack = Scheme::parse("sack").expect("built-in");
@@ -788,7 +792,8 @@ fn serve(a: PerfArgs) -> Result<(), String> {
         max_streams: a.max_streams,
         max_bytes: a.max_bytes,
     };
-    let cfg = EndpointConfig::new(key, scheme("--scheme", &a.scheme, false)?);
+    let mut cfg = EndpointConfig::new(key, scheme("--scheme", &a.scheme, false)?);
+    a.qlog.apply(&mut cfg)?;
     let json_out = a.json;
     let threads = a.threads.count();
     runtime_with(threads)?.block_on(async move {

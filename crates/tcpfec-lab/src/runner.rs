@@ -19,6 +19,25 @@ pub struct Outcome {
 
 /// Runs every simulation; shows a progress bar on stderr when `progress` is set.
 pub fn run_all(runs: Vec<Run>, progress: bool) -> Vec<Outcome> {
+    run_all_with(runs, progress, None).expect("untraced runs cannot fail")
+}
+
+/// Where [`run_all_with`] writes qlog traces, and how much per file.
+pub struct Qlog {
+    /// The directory (created if missing).
+    pub dir: std::path::PathBuf,
+    /// Most bytes per trace file.
+    pub limit: u64,
+}
+
+/// [`run_all`], writing a qlog trace of both ends of every flow of every run into
+/// `qlog`'s directory (`runNNNN-flowF-client.sqlog`, `…-server.sqlog`, NNNN the run's
+/// position in the sweep) when it is given.
+pub fn run_all_with(
+    runs: Vec<Run>,
+    progress: bool,
+    qlog: Option<&Qlog>,
+) -> Result<Vec<Outcome>, String> {
     let bar = if progress && runs.len() > 1 {
         let b = ProgressBar::new(runs.len() as u64);
         b.set_style(
@@ -31,18 +50,30 @@ pub fn run_all(runs: Vec<Run>, progress: bool) -> Vec<Outcome> {
     } else {
         ProgressBar::hidden()
     };
-    let out: Vec<Outcome> = runs
+    let out: Result<Vec<Outcome>, String> = runs
         .into_par_iter()
-        .map(|run| {
+        .enumerate()
+        .map(|(i, run)| {
             let t = WallClock::now();
-            let result = tcpfec_sim::run(&run.scenario);
+            let result = match qlog {
+                None => tcpfec_sim::run(&run.scenario),
+                Some(q) => {
+                    let opts = tcpfec_sim::sim::QlogOptions {
+                        dir: q.dir.clone(),
+                        name: format!("run{i:04}"),
+                        limit: q.limit,
+                    };
+                    tcpfec_sim::sim::run_traced(&run.scenario, &opts)
+                        .map_err(|e| format!("--qlog {}: {e}", q.dir.display()))?
+                }
+            };
             let wall_s = t.elapsed().as_secs_f64();
             bar.inc(1);
-            Outcome {
+            Ok(Outcome {
                 run,
                 result,
                 wall_s,
-            }
+            })
         })
         .collect();
     bar.finish_and_clear();

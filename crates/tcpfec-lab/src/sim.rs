@@ -25,6 +25,8 @@ pub struct Options {
     pub csv: Option<PathBuf>,
     /// Write each run's time series here.
     pub trace: Option<PathBuf>,
+    /// Write a qlog trace of both ends of every flow here.
+    pub qlog: Option<PathBuf>,
     /// Show a progress bar.
     pub progress: bool,
     /// Run only this shard of the runs.
@@ -43,8 +45,15 @@ pub fn run(opts: &Options) -> Result<(), String> {
             r.scenario.cwnd_sample = Some(core::time::Duration::from_millis(100));
         }
     }
-    let outcomes = crate::runner::run_all(runs, opts.progress);
+    let qlog = match &opts.qlog {
+        Some(dir) => Some(qlog_target(dir, &runs)?),
+        None => None,
+    };
+    let outcomes = crate::runner::run_all_with(runs, opts.progress, qlog.as_ref())?;
     print_outcomes(opts, &outcomes);
+    if let (Some(q), false) = (&qlog, opts.json) {
+        eprintln!("wrote qlog traces into {}", q.dir.display());
+    }
     if let Some(dir) = &opts.trace {
         output::write_traces(dir, &outcomes)
             .map_err(|e| format!("--trace {}: {e}", dir.display()))?;
@@ -56,6 +65,28 @@ pub fn run(opts: &Options) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Most qlog files one `sim --qlog` writes (two per flow per run).
+pub const MAX_QLOG_FILES: usize = 2000;
+
+/// Checks that `runs` fit the qlog bounds and creates `dir`.
+fn qlog_target(dir: &std::path::Path, runs: &[Run]) -> Result<crate::runner::Qlog, String> {
+    let files: usize = runs
+        .iter()
+        .map(|r| 2 * (r.scenario.flows + r.scenario.background) as usize)
+        .sum();
+    if files > MAX_QLOG_FILES {
+        return Err(format!(
+            "--qlog: this sweep would write {files} trace files (two per flow per run); \
+             the limit is {MAX_QLOG_FILES}: trace fewer runs or flows"
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("--qlog {}: {e}", dir.display()))?;
+    Ok(crate::runner::Qlog {
+        dir: dir.to_path_buf(),
+        limit: tcpfec_qlog::DEFAULT_FILE_LIMIT,
+    })
 }
 
 /// The sweep as a manifest records it, so that a merge can rebuild the run list.
@@ -79,8 +110,10 @@ fn run_shard(opts: &Options, shard: Shard) -> Result<(), String> {
                 .into(),
         );
     };
-    if opts.trace.is_some() {
-        return Err("--trace cannot be sharded: time series are written by one process".into());
+    if opts.trace.is_some() || opts.qlog.is_some() {
+        return Err(
+            "--trace and --qlog cannot be sharded: time series are written by one process".into(),
+        );
     }
     let out = dir.join(shard.dir_name());
     let sweep = opts.axes.expansion(opts.seed, opts.seeds, &opts.limits)?;

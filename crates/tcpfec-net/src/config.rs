@@ -65,6 +65,9 @@ pub struct EndpointConfig {
     /// Client: where connections save what they learnt about their path, and resume
     /// from it the next time (Careful Resume); `None` starts every connection afresh.
     pub path_cache: Option<std::sync::Arc<crate::path_cache::PathCache>>,
+    /// Write a qlog trace of every connection into this directory (`None`: no tracing,
+    /// and nothing on the packet path changes).
+    pub qlog_dir: Option<std::path::PathBuf>,
 }
 
 impl EndpointConfig {
@@ -108,6 +111,7 @@ impl EndpointConfig {
                 ..Config::default()
             },
             path_cache: None,
+            qlog_dir: None,
         }
     }
 

@@ -109,6 +109,8 @@ pub(crate) struct Conn {
     pub(crate) peer_key: Option<crate::identity::PublicKey>,
     /// Server: the client's name (from the authorized keys, or the key's fingerprint).
     pub(crate) peer_name: Option<String>,
+    /// The qlog trace (`EndpointConfig::qlog_dir`), and when the connection opened.
+    tracer: Option<(tcpfec_qlog::ConnTracer, Instant)>,
 }
 
 /// A server connection opened without a token, until the client proves it receives at
@@ -175,6 +177,7 @@ impl Conn {
             announce: false,
             peer_key: None,
             peer_name: None,
+            tracer: None,
         }
     }
 
@@ -195,6 +198,66 @@ impl Conn {
         self.engine = Some(engine);
         self.sealer = Some(sealer);
         self.phase = Phase::Open;
+    }
+
+    /// Starts this connection's qlog trace if the endpoint writes them: one file per
+    /// connection, `SIDE-UNIXMS-PEER-ID.sqlog`. A file that cannot be created is said
+    /// once on stderr; the connection goes on untraced.
+    pub(crate) fn start_trace(
+        &mut self,
+        cfg: &EndpointConfig,
+        now: Instant,
+        server: bool,
+        id: u32,
+    ) {
+        let (Some(dir), Some(engine)) = (&cfg.qlog_dir, self.engine.as_mut()) else {
+            return;
+        };
+        let side = if server { "server" } else { "client" };
+        let peer = self.peer.to_string().replace([':', '[', ']'], "_");
+        let ms = crate::first_message::wall_clock_ms();
+        let path = dir.join(format!("{side}-{ms}-{peer}-{id}.sqlog"));
+        let title = format!(
+            "tcpfec {side}, peer {}, {}",
+            self.peer,
+            engine.config().scheme.name
+        );
+        let q_side = if server {
+            tcpfec_qlog::Side::Server
+        } else {
+            tcpfec_qlog::Side::Client
+        };
+        match tcpfec_qlog::QlogWriter::create(
+            &path,
+            q_side,
+            &title,
+            tcpfec_qlog::DEFAULT_FILE_LIMIT,
+        ) {
+            Ok(w) => {
+                engine.set_trace(true);
+                let mss = engine.config().mss;
+                let sink = Box::new(tcpfec_qlog::Background::start(w));
+                self.tracer = Some((tcpfec_qlog::ConnTracer::new(sink, mss), now));
+            }
+            Err(e) => eprintln!("warning: no qlog trace: {}: {e}", path.display()),
+        }
+    }
+
+    /// Hands `datagram` (an engine packet, sent or received) and what the engine did to
+    /// the trace, if there is one.
+    fn trace(&mut self, now: Instant, sent: bool, datagram: &[u8]) {
+        let (Some((t, start)), Some(engine)) = (self.tracer.as_mut(), self.engine.as_mut()) else {
+            return;
+        };
+        let at = now.saturating_since(*start);
+        if let Ok(p) = tcpfec_proto::Packet::parse(datagram) {
+            if sent {
+                t.sent(at, &p, datagram.len());
+            } else {
+                t.received(at, &p, datagram.len());
+            }
+        }
+        t.after(at, engine);
     }
 
     /// Ends a client's handshake with an error for the connect call.
@@ -303,6 +366,7 @@ impl Conn {
         self.last_recv = now;
         self.announce = true;
         self.open(engine, sealer);
+        self.start_trace(cfg, now, false, params.server_id);
         if let Some(tx) = self.connect_tx.take() {
             let _ = tx.send(Ok(()));
         }
@@ -372,7 +436,11 @@ impl Conn {
         if n > 0 && engine.handle_datagram(now, &plain[..n]).is_err() {
             stats.bad_inner += 1;
         }
-        n > crate::pacer::UNPACED_MAX && engine.readable() == before
+        let gap = n > crate::pacer::UNPACED_MAX && engine.readable() == before;
+        if self.tracer.is_some() && n > 0 {
+            self.trace(now, false, &plain[..n]);
+        }
+        gap
     }
 
     /// A sealed control message from `from`.
@@ -599,6 +667,9 @@ impl Conn {
                 None => break,
                 Some(Err(_)) => stats.bad_inner += 1,
                 Some(Ok(n)) => {
+                    if self.tracer.is_some() {
+                        self.trace(now, true, &plain[..n]);
+                    }
                     let d = self.seal(&plain[..n]);
                     self.pacer.on_sent(d.len());
                     stats.datagrams_out += 1;

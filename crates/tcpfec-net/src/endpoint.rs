@@ -859,6 +859,7 @@ fn on_initial(shared: &Shared, st: &mut State, now: Instant, from: SocketAddr, h
     engine.set_peer_conn_id(client_id);
     let mut c = Conn::new(from, client_id, now);
     c.open(engine, sealer);
+    c.start_trace(&shared.cfg, now, true, id);
     c.hello = Some((digest, reply.clone()));
     c.peer_key = peer_key;
     c.peer_name = peer_name;

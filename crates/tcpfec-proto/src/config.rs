@@ -196,6 +196,9 @@ pub struct Config {
     /// §3.1 and Linux hold them, so the flow regrows towards its old window once the path
     /// returns. Off by default (ns-2 reduces again at every timeout).
     pub hold_on_repeated_timeout: bool,
+    /// Collect [`crate::TraceEvent`]s (retransmissions, rebuilt segments) for a trace;
+    /// off, nothing is collected.
+    pub trace: bool,
     /// Receive buffer, bytes: the largest window this side advertises.
     pub recv_window: u32,
     /// Receive-window auto-tuning: the window starts at this many bytes and doubles, up
@@ -245,6 +248,7 @@ impl Default for Config {
             rack: false,
             hystart: false,
             hold_on_repeated_timeout: false,
+            trace: false,
             recv_window: 64 << 20,
             recv_window_initial: None,
             send_buffer: 4 << 20,

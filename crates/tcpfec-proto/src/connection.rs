@@ -105,14 +105,16 @@ pub struct PeerOpening {
 
 impl Connection {
     fn new(cfg: Config, state: State) -> Self {
+        let mut receiver = Receiver::new(
+            cfg.initial_recv_window(),
+            cfg.delayed_ack,
+            cfg.delayed_ack_timeout,
+        )
+        .with_window_growth(cfg.recv_window);
+        receiver.trace = crate::trace::TraceLog::new(cfg.trace);
         Connection {
             sender: Sender::new(&cfg),
-            receiver: Receiver::new(
-                cfg.initial_recv_window(),
-                cfg.delayed_ack,
-                cfg.delayed_ack_timeout,
-            )
-            .with_window_growth(cfg.recv_window),
+            receiver,
             cfg,
             state,
             peer_conn_id: 0,
@@ -692,6 +694,20 @@ impl Connection {
             delivery_rate: s.delivery_rate(),
             resume: s.resume_status(),
         }
+    }
+
+    /// Turns the collection of [`crate::TraceEvent`]s on or off.
+    pub fn set_trace(&mut self, on: bool) {
+        self.cfg.trace = on;
+        self.sender.trace = crate::trace::TraceLog::new(on);
+        self.receiver.trace = crate::trace::TraceLog::new(on);
+    }
+
+    /// Moves the [`crate::TraceEvent`]s recorded since the last call into `out` (nothing
+    /// unless `Config::trace` is on).
+    pub fn drain_trace(&mut self, out: &mut Vec<crate::TraceEvent>) {
+        self.sender.trace.drain_into(out);
+        self.receiver.trace.drain_into(out);
     }
 
     /// The path as this connection's sender saw it, to resume the next connection to the

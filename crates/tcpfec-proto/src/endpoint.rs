@@ -250,6 +250,31 @@ impl Endpoint {
         both!(self, c => c.stats())
     }
 
+    /// Turns the collection of [`crate::TraceEvent`]s on or off (`Config::trace` sets it
+    /// at creation).
+    pub fn set_trace(&mut self, on: bool) {
+        if let Endpoint::Stream(c) = self {
+            c.set_trace(on);
+        }
+    }
+
+    /// Segments believed in flight (0 for FECTCP, which counts symbols, not segments).
+    pub fn pipe(&self) -> usize {
+        match self {
+            Endpoint::Stream(c) => c.pipe(),
+            Endpoint::Blocks(_) => 0,
+        }
+    }
+
+    /// Moves the [`crate::TraceEvent`]s recorded since the last call into `out` (nothing
+    /// unless `Config::trace` is on; FECTCP records none: it neither retransmits nor
+    /// rebuilds single segments).
+    pub fn drain_trace(&mut self, out: &mut Vec<crate::TraceEvent>) {
+        if let Endpoint::Stream(c) = self {
+            c.drain_trace(out);
+        }
+    }
+
     /// The path as this connection's sender saw it, to resume the next connection to the
     /// same peer from (`Config::resume`); `None` if it learnt too little, and for FECTCP,
     /// which has no window to resume.

@@ -21,6 +21,7 @@ mod sender;
 pub mod stats;
 pub mod time;
 mod tlp;
+pub mod trace;
 pub mod wire;
 
 pub use config::{Config, FectcpParams, Recovery, Scheme, BASELINE_SCHEMES, FEC_SCHEMES};
@@ -30,6 +31,7 @@ pub use fectcp::Fectcp;
 pub use resume::{ResumeStatus, SavedPath};
 pub use stats::Stats;
 pub use time::Instant;
+pub use trace::TraceEvent;
 pub use wire::{
     FecFeedback, FecGroup, Flags, LossCounters, Packet, RepairInfo, SackBlock, SackBlocks,
     TransferInfo, WireError,

@@ -116,6 +116,8 @@ pub(crate) struct Receiver {
     pub bytes_delivered: u64,
     /// Bytes the application has read.
     bytes_read: u64,
+    /// Rebuilt segments, for a trace (`Config::trace`).
+    pub(crate) trace: crate::trace::TraceLog,
 }
 
 /// State of receive-window auto-tuning (dynamic right-sizing).
@@ -162,6 +164,7 @@ impl Receiver {
             duplicate_segments: 0,
             bytes_delivered: 0,
             bytes_read: 0,
+            trace: crate::trace::TraceLog::default(),
         }
     }
 
@@ -379,6 +382,10 @@ impl Receiver {
     }
 
     fn on_rebuilt(&mut self, seg: u64, payload: Bytes) {
+        self.trace.push(crate::TraceEvent::Rebuilt {
+            seg,
+            len: payload.len() as u32,
+        });
         let ts = self.ts_recent;
         let arrival = self.accept(seg, payload, false, ts);
         self.note_arrival(seg);

@@ -159,6 +159,8 @@ pub(crate) struct Sender {
     hystart: bool,
     /// `Config::hold_on_repeated_timeout`.
     hold_on_repeated_timeout: bool,
+    /// Retransmissions, for a trace (`Config::trace`).
+    pub(crate) trace: crate::trace::TraceLog,
     /// The RTT measured from the current ACK's timestamp echo.
     rtt_this_ack: Option<Duration>,
     /// Model-based controllers: retransmissions in send order, to find the lost ones.
@@ -298,6 +300,7 @@ impl Sender {
             rack_in_recovery: cfg.rack && cfg.scheme.fec.is_none(),
             hystart: cfg.hystart,
             hold_on_repeated_timeout: cfg.hold_on_repeated_timeout,
+            trace: crate::trace::TraceLog::new(cfg.trace),
             rtt_this_ack: None,
             retransmitted_order: VecDeque::new(),
             tlp: cfg.scheme.tail_loss_probe.then(TailLossProbe::default),
@@ -1038,6 +1041,10 @@ impl Sender {
             fec,
         };
         self.retransmissions += 1;
+        self.trace.push(crate::TraceEvent::Retransmitted {
+            seg,
+            len: out.payload.len() as u32,
+        });
         self.count_sent(out.payload.len());
         // Under a controller that models the path (the BBR schemes, as on Linux) the timer
         // restarts with a retransmission of the first unacknowledged segment: its ACK

@@ -43,6 +43,50 @@ pub fn run(sc: &Scenario) -> RunResult {
     Simulator::new(sc).run()
 }
 
+/// Where [`run_traced`] writes its qlog files.
+#[derive(Debug, Clone)]
+pub struct QlogOptions {
+    /// Directory (it must exist).
+    pub dir: std::path::PathBuf,
+    /// Names this run's files: `NAME-flowF-client.sqlog`, `NAME-flowF-server.sqlog`.
+    pub name: String,
+    /// Most bytes per file; a trace that reaches it ends with a note.
+    pub limit: u64,
+}
+
+/// [`run`], writing a qlog trace of both ends of every flow. Tracing changes nothing
+/// the run computes: the metrics are the same as without it.
+pub fn run_traced(sc: &Scenario, q: &QlogOptions) -> std::io::Result<RunResult> {
+    let mut sim = Simulator::new(sc);
+    for (i, e) in sim.endpoints.iter_mut().enumerate() {
+        let side = if i % 2 == 0 {
+            tcpfec_qlog::Side::Client
+        } else {
+            tcpfec_qlog::Side::Server
+        };
+        let file = q.dir.join(format!(
+            "{}-flow{}-{}.sqlog",
+            q.name,
+            e.flow,
+            if i % 2 == 0 { "client" } else { "server" }
+        ));
+        let title = format!("{} flow {} ({})", q.name, e.flow, sc.scheme.name);
+        let w = tcpfec_qlog::QlogWriter::create(&file, side, &title, q.limit)?;
+        e.conn.set_trace(true);
+        e.tracer = Some(tcpfec_qlog::ConnTracer::new(
+            Box::new(w),
+            e.conn.config().mss,
+        ));
+    }
+    let result = sim.run_keeping();
+    for e in &mut sim.endpoints {
+        if let Some(t) = &mut e.tracer {
+            t.flush()?;
+        }
+    }
+    Ok(result)
+}
+
 struct SimPacket {
     packet: Packet,
     size: u32,
@@ -59,6 +103,8 @@ struct Endpoint {
     sender: bool,
     timer_at: Option<u64>,
     closed_own_side: bool,
+    /// The qlog trace, with `run_traced`.
+    tracer: Option<tcpfec_qlog::ConnTracer>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -173,6 +219,7 @@ impl<'a> Simulator<'a> {
                 sender: true,
                 timer_at: None,
                 closed_own_side: false,
+                tracer: None,
             });
             endpoints.push(Endpoint {
                 conn: Engine::server(cfg.clone()),
@@ -181,6 +228,7 @@ impl<'a> Simulator<'a> {
                 sender: false,
                 timer_at: None,
                 closed_own_side: false,
+                tracer: None,
             });
             let start = match sc.start {
                 Start::Fixed { at } => at,
@@ -221,6 +269,11 @@ impl<'a> Simulator<'a> {
     }
 
     fn run(mut self) -> RunResult {
+        self.run_keeping()
+    }
+
+    /// [`Simulator::run`], leaving the simulator in place (its traces still to flush).
+    fn run_keeping(&mut self) -> RunResult {
         while let Some((t, kind)) = self.queue.pop() {
             if t > self.end {
                 break;
@@ -293,9 +346,11 @@ impl<'a> Simulator<'a> {
                 self.flows[p.flow as usize].wire_bytes_in_window += p.size as u64;
             }
             let ep = p.dst_endpoint;
-            self.endpoints[ep as usize]
-                .conn
-                .handle_packet(Instant(self.now), p.packet);
+            let e = &mut self.endpoints[ep as usize];
+            if let Some(t) = &mut e.tracer {
+                t.received(Duration::from_nanos(self.now), &p.packet, p.size as usize);
+            }
+            e.conn.handle_packet(Instant(self.now), p.packet);
             self.service(ep);
         } else {
             let dst = self.packets[slot as usize]
@@ -364,6 +419,9 @@ impl<'a> Simulator<'a> {
             self.packets_total += 1;
             let data = packet.occupies_segment();
             let size = wire_size(&packet) + self.sc.encapsulation;
+            if let Some(t) = &mut self.endpoints[ep as usize].tracer {
+                t.sent(Duration::from_nanos(self.now), &packet, size as usize);
+            }
             let slot = self.alloc(SimPacket {
                 packet,
                 size,
@@ -376,6 +434,9 @@ impl<'a> Simulator<'a> {
             self.offer(link, slot);
         }
         let e = &mut self.endpoints[ep as usize];
+        if let Some(t) = &mut e.tracer {
+            t.after(Duration::from_nanos(self.now), &mut e.conn);
+        }
         if let Some(t) = e.conn.poll_timeout() {
             let t = t.0.max(self.now);
             if e.timer_at.is_none_or(|x| t < x) {
@@ -575,7 +636,7 @@ impl<'a> Simulator<'a> {
         }
     }
 
-    fn results(mut self) -> RunResult {
+    fn results(&mut self) -> RunResult {
         let wlen = (self.window.1 - self.window.0) as f64 * 1e-9;
         let mbps = |bytes: u64| bytes as f64 * 8.0 / wlen / 1e6;
         let mut out = RunResult {
