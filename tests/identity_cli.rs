@@ -3,6 +3,9 @@
 //! apart, a reload on SIGHUP that revokes a peer, trust on first use, and the systemd
 //! units.
 
+mod common;
+
+use common::wait_event;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -48,19 +51,6 @@ fn send(dir: &Path, name: &str, file: &Path, addr: &str, extra: &[&str]) -> std:
         .unwrap()
 }
 
-fn next_event(
-    lines: &mut impl Iterator<Item = std::io::Result<String>>,
-    event: &str,
-) -> serde_json::Value {
-    for line in lines.by_ref() {
-        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if v["event"] == event {
-            return v;
-        }
-    }
-    panic!("no {event} event");
-}
-
 fn stop(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
@@ -104,7 +94,7 @@ fn a_configured_receiver_names_its_peers_stores_them_apart_and_revokes_on_sighup
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(recv.stdout.take().unwrap()).lines();
-    let addr = next_event(&mut lines, "listening")["addr"]
+    let addr = wait_event(&mut lines, "listening")["addr"]
         .as_str()
         .unwrap()
         .to_string();
@@ -114,7 +104,7 @@ fn a_configured_receiver_names_its_peers_stores_them_apart_and_revokes_on_sighup
 
     let o = send(&dir, "alice", &file, &addr, &server_key);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v = next_event(&mut lines, "received");
+    let v = wait_event(&mut lines, "received");
     assert_eq!(
         (v["peer"].as_str(), v["bytes"].as_u64()),
         (Some("alice"), Some(500_000))
@@ -139,7 +129,7 @@ fn a_configured_receiver_names_its_peers_stores_them_apart_and_revokes_on_sighup
     std::fs::write(&ak, "# nobody\n").unwrap();
     // SAFETY: kill() on a child we own.
     assert_eq!(unsafe { libc::kill(recv.id() as i32, libc::SIGHUP) }, 0);
-    let v = next_event(&mut lines, "reloaded");
+    let v = wait_event(&mut lines, "reloaded");
     assert_eq!(v["peers"], 0);
     let o = send(&dir, "alice", &file, &addr, &server_key);
     assert_eq!(
@@ -151,7 +141,7 @@ fn a_configured_receiver_names_its_peers_stores_them_apart_and_revokes_on_sighup
     // A broken list keeps the old one in force and says so.
     std::fs::write(&ak, "not a key line\n").unwrap();
     assert_eq!(unsafe { libc::kill(recv.id() as i32, libc::SIGHUP) }, 0);
-    let v = next_event(&mut lines, "reload_failed");
+    let v = wait_event(&mut lines, "reload_failed");
     assert!(v["error"].as_str().unwrap().contains("line 1"), "{v}");
     stop(recv);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -180,7 +170,7 @@ fn trust_on_first_use_pins_the_key_and_a_changed_key_is_refused() {
         .stderr(Stdio::null());
         let mut child = c.spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let addr = next_event(&mut lines, "listening")["addr"]
+        let addr = wait_event(&mut lines, "listening")["addr"]
             .as_str()
             .unwrap()
             .to_string();

@@ -1,6 +1,9 @@
 //! The real-network commands as a user meets them: keygen, recv, send with a hash check,
 //! refusal of an existing file, and a clear fast error for a wrong key.
 
+mod common;
+
+use common::wait_event;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -258,20 +261,6 @@ fn exits_with(child: Child, code: i32) -> std::process::Output {
 fn signal(child: &Child, sig: i32) {
     // SAFETY: kill() on a pid we own (the child has not been reaped yet).
     assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-}
-
-/// Reads JSON lines from `child`'s stdout until one has `"event": event`; returns it.
-fn wait_event(
-    lines: &mut impl Iterator<Item = std::io::Result<String>>,
-    event: &str,
-) -> serde_json::Value {
-    for line in lines.by_ref() {
-        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if v["event"] == event {
-            return v;
-        }
-    }
-    panic!("no {event} event");
 }
 
 /// A slow transfer (through a rate-limited relay) to a receiver that is in the middle of

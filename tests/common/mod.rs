@@ -51,3 +51,18 @@ pub fn without_column(csv: &str, name: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Reads JSON lines (a command's `--json` output) until one has `"event": event`;
+/// returns it.
+pub fn wait_event(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    event: &str,
+) -> serde_json::Value {
+    for line in lines.by_ref() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["event"] == event {
+            return v;
+        }
+    }
+    panic!("no {event} event");
+}
