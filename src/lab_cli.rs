@@ -181,6 +181,11 @@ pub struct SimArgs {
     /// files and 256 MiB per file.
     #[arg(long, value_name = "DIR")]
     qlog: Option<PathBuf>,
+    /// Write a pcapng capture of every flow as its client's host sees it (both
+    /// directions), the packets as IPv4/UDP datagrams with simulated addresses and
+    /// timestamps: DIR/runNNNN-flowF.pcapng. contrib/wireshark/tcpfec.lua decodes them.
+    #[arg(long, value_name = "DIR")]
+    pcap: Option<PathBuf>,
     #[command(flatten)]
     shard: ShardArgs,
     /// No progress bar.
@@ -270,6 +275,7 @@ pub fn sim(args: SimArgs) -> Result<(), String> {
         csv: args.csv,
         trace: args.trace,
         qlog: args.qlog,
+        pcap: args.pcap,
         progress: !args.quiet && std::io::stderr().is_terminal(),
         shard,
     })

@@ -118,6 +118,11 @@ enum Command {
         #[command(subcommand)]
         side: net_cli::TunnelSide,
     },
+    /// Read back a qlog trace (`--qlog`): `tcpfec trace show FILE.sqlog`.
+    Trace {
+        #[command(subcommand)]
+        what: TraceWhat,
+    },
     /// Print a shell completion script: `tcpfec completions bash > /etc/bash_completion.d/tcpfec`
     /// (zsh: into a directory of $fpath as _tcpfec; fish: ~/.config/fish/completions/tcpfec.fish).
     Completions {
@@ -145,6 +150,24 @@ enum Command {
     Bench {
         #[command(subcommand)]
         what: BenchWhat,
+    },
+}
+
+/// What `trace` does with a trace.
+#[derive(Subcommand, Debug)]
+enum TraceWhat {
+    /// Print a summary (totals; rate, RTT, losses, repairs and rebuilt segments per
+    /// interval) and write a time-sequence plot (segments sent, acknowledged, repaired,
+    /// lost, rebuilt over time) as SVG.
+    Show {
+        /// The trace, a .sqlog file.
+        file: std::path::PathBuf,
+        /// Seconds per line of the summary.
+        #[arg(long, default_value_t = 1.0)]
+        interval: f64,
+        /// Where to write the plot [default: FILE with .svg].
+        #[arg(long, value_name = "FILE")]
+        svg: Option<std::path::PathBuf>,
     },
 }
 
@@ -266,6 +289,24 @@ fn schemes() {
     }
 }
 
+/// `tcpfec trace show`.
+fn trace_show(
+    file: &std::path::Path,
+    interval: f64,
+    svg: Option<std::path::PathBuf>,
+) -> Result<(), String> {
+    use tcpfec_lab::trace_view;
+    if !(interval > 0.0 && interval.is_finite()) {
+        return Err("--interval: give seconds above 0".into());
+    }
+    let s = trace_view::read(file, interval)?;
+    print!("{}", trace_view::text(&s, interval));
+    let svg = svg.unwrap_or_else(|| file.with_extension("svg"));
+    trace_view::svg(&s, &svg)?;
+    eprintln!("wrote {}", svg.display());
+    Ok(())
+}
+
 fn main() -> ExitCode {
     use clap::CommandFactory;
     let argv = match config_file::expand(std::env::args_os().collect(), &Cli::command()) {
@@ -351,6 +392,14 @@ fn main() -> ExitCode {
         Command::Relay(a) => net_cli::relay(a),
         Command::Perf(a) => perf_cli::perf(*a),
         Command::Emu(a) => emu_cli::emu(a),
+        Command::Trace {
+            what:
+                TraceWhat::Show {
+                    file,
+                    interval,
+                    svg,
+                },
+        } => trace_show(&file, interval, svg),
         Command::Completions { shell } => {
             // Into memory first: a closed pipe (`| head`) is then an ordinary write error.
             let mut script = Vec::new();

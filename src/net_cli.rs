@@ -323,6 +323,11 @@ pub struct RelayArgs {
     /// Seconds without a datagram from a client after which its upstream socket closes.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     idle_expiry: f64,
+    /// Write every datagram the relay forwards (both ways, after the impairments) into
+    /// this pcapng file, with wall-clock timestamps; contrib/wireshark/tcpfec.lua decodes
+    /// the envelope (and, for --insecure runs, the engine packets inside).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
     #[command(flatten)]
     config: ConfigArg,
 }
@@ -1271,6 +1276,11 @@ pub fn relay(a: RelayArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("--listen {listen}: {e}"))?;
         eprintln!("relay {} -> {to}: {}", relay.local_addr(), link.describe());
+        if let Some(path) = &a.pcap {
+            let w = tcpfec_qlog::PcapWriter::create(path, u64::MAX)
+                .map_err(|e| format!("--pcap {}: {e}", path.display()))?;
+            relay.capture_to(w);
+        }
         let (f, b) = (relay.forward.clone(), relay.back.clone());
         let text = move || {
             json!({"forward": format!("{:?}", f.snapshot()), "back": format!("{:?}", b.snapshot())})
@@ -1279,6 +1289,7 @@ pub fn relay(a: RelayArgs) -> Result<(), String> {
         let t2 = text.clone();
         let _sig = on_sigusr1(t2);
         let _ = tokio::signal::ctrl_c().await;
+        relay.flush_capture();
         println!("{}", text());
         Ok(())
     })

@@ -23,4 +23,5 @@ pub mod sim;
 pub mod sweep;
 pub mod targets;
 pub mod toml_check;
+pub mod trace_view;
 pub mod validate;

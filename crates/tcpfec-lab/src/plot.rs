@@ -53,6 +53,26 @@ pub fn line_chart(
     axes: &Axes<'_>,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> Result<(), String> {
+    chart(path, title, axes, series, false)
+}
+
+/// Draws each series as dots, one per point (a time-sequence plot: every packet a dot).
+pub fn dot_chart(
+    path: &Path,
+    title: &str,
+    axes: &Axes<'_>,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<(), String> {
+    chart(path, title, axes, series, true)
+}
+
+fn chart(
+    path: &Path,
+    title: &str,
+    axes: &Axes<'_>,
+    series: &[(String, Vec<(f64, f64)>)],
+    dots: bool,
+) -> Result<(), String> {
     let all = || series.iter().flat_map(|(_, p)| p.iter().copied());
     let fold = |f: fn(f64, f64) -> f64, init: f64, pick: fn((f64, f64)) -> f64| {
         all().map(pick).filter(|v| v.is_finite()).fold(init, f)
@@ -104,6 +124,14 @@ pub fn line_chart(
                 .map_err(err)?;
             for (i, (label, pts)) in series.iter().enumerate() {
                 let color = COLORS[i % COLORS.len()];
+                if dots {
+                    chart
+                        .draw_series(pts.iter().map(|&p| Circle::new(p, 1, color.filled())))
+                        .map_err(err)?
+                        .label(label.as_str())
+                        .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
+                    continue;
+                }
                 chart
                     .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
                     .map_err(err)?

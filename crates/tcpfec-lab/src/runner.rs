@@ -22,21 +22,23 @@ pub fn run_all(runs: Vec<Run>, progress: bool) -> Vec<Outcome> {
     run_all_with(runs, progress, None).expect("untraced runs cannot fail")
 }
 
-/// Where [`run_all_with`] writes qlog traces, and how much per file.
-pub struct Qlog {
-    /// The directory (created if missing).
-    pub dir: std::path::PathBuf,
-    /// Most bytes per trace file.
+/// Where [`run_all_with`] writes traces, and how much per file.
+#[derive(Default)]
+pub struct Traces {
+    /// qlog traces of both ends of every flow (the directory exists).
+    pub qlog_dir: Option<std::path::PathBuf>,
+    /// A pcapng capture per flow (the directory exists).
+    pub pcap_dir: Option<std::path::PathBuf>,
+    /// Most bytes per file.
     pub limit: u64,
 }
 
-/// [`run_all`], writing a qlog trace of both ends of every flow of every run into
-/// `qlog`'s directory (`runNNNN-flowF-client.sqlog`, `…-server.sqlog`, NNNN the run's
-/// position in the sweep) when it is given.
+/// [`run_all`], writing the traces `traces` asks for (files named `runNNNN-flowF…`, NNNN
+/// the run's position in the sweep) when it is given.
 pub fn run_all_with(
     runs: Vec<Run>,
     progress: bool,
-    qlog: Option<&Qlog>,
+    traces: Option<&Traces>,
 ) -> Result<Vec<Outcome>, String> {
     let bar = if progress && runs.len() > 1 {
         let b = ProgressBar::new(runs.len() as u64);
@@ -55,16 +57,17 @@ pub fn run_all_with(
         .enumerate()
         .map(|(i, run)| {
             let t = WallClock::now();
-            let result = match qlog {
+            let result = match traces {
                 None => tcpfec_sim::run(&run.scenario),
-                Some(q) => {
-                    let opts = tcpfec_sim::sim::QlogOptions {
-                        dir: q.dir.clone(),
+                Some(t) => {
+                    let files = tcpfec_sim::sim::TraceFiles {
+                        qlog_dir: t.qlog_dir.clone(),
+                        pcap_dir: t.pcap_dir.clone(),
                         name: format!("run{i:04}"),
-                        limit: q.limit,
+                        limit: t.limit,
                     };
-                    tcpfec_sim::sim::run_traced(&run.scenario, &opts)
-                        .map_err(|e| format!("--qlog {}: {e}", q.dir.display()))?
+                    tcpfec_sim::sim::run_traced(&run.scenario, &files)
+                        .map_err(|e| format!("--qlog/--pcap: {e}"))?
                 }
             };
             let wall_s = t.elapsed().as_secs_f64();

@@ -27,6 +27,8 @@ pub struct Options {
     pub trace: Option<PathBuf>,
     /// Write a qlog trace of both ends of every flow here.
     pub qlog: Option<PathBuf>,
+    /// Write a pcapng capture of every flow here.
+    pub pcap: Option<PathBuf>,
     /// Show a progress bar.
     pub progress: bool,
     /// Run only this shard of the runs.
@@ -45,14 +47,15 @@ pub fn run(opts: &Options) -> Result<(), String> {
             r.scenario.cwnd_sample = Some(core::time::Duration::from_millis(100));
         }
     }
-    let qlog = match &opts.qlog {
-        Some(dir) => Some(qlog_target(dir, &runs)?),
-        None => None,
-    };
-    let outcomes = crate::runner::run_all_with(runs, opts.progress, qlog.as_ref())?;
+    let traces = trace_files(opts, &runs)?;
+    let outcomes = crate::runner::run_all_with(runs, opts.progress, traces.as_ref())?;
     print_outcomes(opts, &outcomes);
-    if let (Some(q), false) = (&qlog, opts.json) {
-        eprintln!("wrote qlog traces into {}", q.dir.display());
+    if !opts.json {
+        for (what, dir) in [("qlog traces", &opts.qlog), ("pcapng captures", &opts.pcap)] {
+            if let Some(d) = dir {
+                eprintln!("wrote {what} into {}", d.display());
+            }
+        }
     }
     if let Some(dir) = &opts.trace {
         output::write_traces(dir, &outcomes)
@@ -67,26 +70,37 @@ pub fn run(opts: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// Most qlog files one `sim --qlog` writes (two per flow per run).
-pub const MAX_QLOG_FILES: usize = 2000;
+/// Most trace files one `sim --qlog`/`--pcap` writes (qlog: two per flow per run;
+/// pcapng: one).
+pub const MAX_TRACE_FILES: usize = 2000;
 
-/// Checks that `runs` fit the qlog bounds and creates `dir`.
-fn qlog_target(dir: &std::path::Path, runs: &[Run]) -> Result<crate::runner::Qlog, String> {
-    let files: usize = runs
+/// Checks that the traces `opts` asks of `runs` fit the bounds, and creates their
+/// directories.
+fn trace_files(opts: &Options, runs: &[Run]) -> Result<Option<crate::runner::Traces>, String> {
+    if opts.qlog.is_none() && opts.pcap.is_none() {
+        return Ok(None);
+    }
+    let flows: usize = runs
         .iter()
-        .map(|r| 2 * (r.scenario.flows + r.scenario.background) as usize)
+        .map(|r| (r.scenario.flows + r.scenario.background) as usize)
         .sum();
-    if files > MAX_QLOG_FILES {
+    let files = flows * (2 * opts.qlog.is_some() as usize + opts.pcap.is_some() as usize);
+    if files > MAX_TRACE_FILES {
         return Err(format!(
-            "--qlog: this sweep would write {files} trace files (two per flow per run); \
-             the limit is {MAX_QLOG_FILES}: trace fewer runs or flows"
+            "--qlog/--pcap: this sweep would write {files} trace files (qlog: two per flow \
+             per run, pcap: one); the limit is {MAX_TRACE_FILES}: trace fewer runs or flows"
         ));
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("--qlog {}: {e}", dir.display()))?;
-    Ok(crate::runner::Qlog {
-        dir: dir.to_path_buf(),
+    for (flag, dir) in [("--qlog", &opts.qlog), ("--pcap", &opts.pcap)] {
+        if let Some(d) = dir {
+            std::fs::create_dir_all(d).map_err(|e| format!("{flag} {}: {e}", d.display()))?;
+        }
+    }
+    Ok(Some(crate::runner::Traces {
+        qlog_dir: opts.qlog.clone(),
+        pcap_dir: opts.pcap.clone(),
         limit: tcpfec_qlog::DEFAULT_FILE_LIMIT,
-    })
+    }))
 }
 
 /// The sweep as a manifest records it, so that a merge can rebuild the run list.

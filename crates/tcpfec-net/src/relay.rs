@@ -57,6 +57,8 @@ pub struct RelayConfig {
 
 /// A running relay; dropping it stops it.
 pub struct Relay {
+    /// Where what the relay forwards is captured (`capture_to`).
+    capture: Capture,
     local: SocketAddr,
     to: SocketAddr,
     /// listen → to counters.
@@ -85,6 +87,24 @@ struct Target {
 type Item = (Target, Vec<u8>);
 
 impl Relay {
+    /// Writes every datagram the relay forwards, both ways, into `w` from now on, as it
+    /// leaves the relay (what the impairments let through), with wall-clock timestamps.
+    pub fn capture_to(&self, w: tcpfec_qlog::PcapWriter) {
+        *self.capture.lock().unwrap_or_else(|p| p.into_inner()) = Some(w);
+    }
+
+    /// Writes out what the capture has buffered.
+    pub fn flush_capture(&self) {
+        if let Some(w) = self
+            .capture
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
+            let _ = w.flush();
+        }
+    }
+
     /// Binds the listen address and starts forwarding.
     pub async fn start(cfg: RelayConfig) -> io::Result<Relay> {
         let listen = Arc::new(UdpSocket::bind(cfg.listen).await?);
@@ -94,6 +114,7 @@ impl Relay {
         let sources = Arc::new(AtomicU64::new(0));
         let held = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
         let blackout = Arc::new(AtomicBool::new(false));
+        let capture: Capture = Arc::new(std::sync::Mutex::new(None));
         let (ftx, frx) = mpsc::channel::<Item>(HANDOVER_QUEUE);
         let (btx, brx) = mpsc::channel::<Item>(HANDOVER_QUEUE);
         let link = |spec, stream, rx, stats: &Arc<DirStats>, held: &Arc<AtomicU64>| {
@@ -105,6 +126,7 @@ impl Relay {
                     stats: stats.clone(),
                     held: held.clone(),
                     blackout: blackout.clone(),
+                    capture: capture.clone(),
                 },
             ))
         };
@@ -122,6 +144,7 @@ impl Relay {
             sources.clone(),
         )));
         Ok(Relay {
+            capture,
             local,
             to: cfg.to,
             forward,
@@ -334,6 +357,28 @@ struct LinkShared {
     /// Bytes the link holds, for [`Relay::held_bytes`].
     held: Arc<AtomicU64>,
     blackout: Arc<AtomicBool>,
+    capture: Capture,
+}
+
+/// The capture of what the relay forwards, if one was asked for ([`Relay::capture_to`]).
+type Capture = Arc<std::sync::Mutex<Option<tcpfec_qlog::PcapWriter>>>;
+
+/// Writes datagram `d`, just sent from `socket` to `to`, into the capture (IPv4 only; a
+/// capture that fails to write stops, the relay goes on).
+fn capture(c: &Capture, socket: &UdpSocket, to: Option<SocketAddr>, d: &[u8]) {
+    let mut guard = c.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(w) = guard.as_mut() else {
+        return;
+    };
+    let to = to.or_else(|| socket.peer_addr().ok());
+    if let (Ok(SocketAddr::V4(src)), Some(SocketAddr::V4(dst))) = (socket.local_addr(), to) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        if w.udp(now, src, dst, d).is_err() {
+            *guard = None;
+        }
+    }
 }
 
 /// One direction: admits datagrams as they come and delivers them when due. Delivery times
@@ -366,6 +411,7 @@ async fn run_link(spec: LinkSpec, rng: Rng, mut rx: mpsc::Receiver<Item>, shared
                     };
                     if sent.is_ok() {
                         stats.on_delivered(d.len());
+                        capture(&shared.capture, &target.socket, target.to, &d);
                     }
                 }
             }

@@ -16,11 +16,13 @@
 //! order of every other JSON line tcpfec prints, and its event model is QUIC's frames.
 
 mod background;
+pub mod pcap;
 mod record;
 mod tracer;
 mod writer;
 
 pub use background::{flush_all, Background};
+pub use pcap::PcapWriter;
 pub use record::{MetricsDelta, PacketSummary, Record};
 pub use tracer::ConnTracer;
 pub use writer::{QlogWriter, Side, Sink, DEFAULT_FILE_LIMIT, QLOG_VERSION};

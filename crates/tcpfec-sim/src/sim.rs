@@ -43,48 +43,79 @@ pub fn run(sc: &Scenario) -> RunResult {
     Simulator::new(sc).run()
 }
 
-/// Where [`run_traced`] writes its qlog files.
-#[derive(Debug, Clone)]
-pub struct QlogOptions {
-    /// Directory (it must exist).
-    pub dir: std::path::PathBuf,
-    /// Names this run's files: `NAME-flowF-client.sqlog`, `NAME-flowF-server.sqlog`.
+/// What [`run_traced`] writes, and where.
+#[derive(Debug, Clone, Default)]
+pub struct TraceFiles {
+    /// qlog traces of both ends of every flow: `NAME-flowF-client.sqlog` and
+    /// `NAME-flowF-server.sqlog` in this directory (it must exist).
+    pub qlog_dir: Option<std::path::PathBuf>,
+    /// A pcapng capture per flow, as the client's host sees it: `NAME-flowF.pcapng`.
+    pub pcap_dir: Option<std::path::PathBuf>,
+    /// Names this run's files.
     pub name: String,
-    /// Most bytes per file; a trace that reaches it ends with a note.
+    /// Most bytes per file; a qlog trace that reaches it ends with a note, a capture
+    /// stops.
     pub limit: u64,
 }
 
-/// [`run`], writing a qlog trace of both ends of every flow. Tracing changes nothing
-/// the run computes: the metrics are the same as without it.
-pub fn run_traced(sc: &Scenario, q: &QlogOptions) -> std::io::Result<RunResult> {
+/// [`run`], writing the traces `files` asks for. Tracing changes nothing the run
+/// computes: the metrics are the same as without it.
+pub fn run_traced(sc: &Scenario, files: &TraceFiles) -> std::io::Result<RunResult> {
     let mut sim = Simulator::new(sc);
     for (i, e) in sim.endpoints.iter_mut().enumerate() {
-        let side = if i % 2 == 0 {
-            tcpfec_qlog::Side::Client
+        let client = i % 2 == 0;
+        let (side, end) = if client {
+            (tcpfec_qlog::Side::Client, "client")
         } else {
-            tcpfec_qlog::Side::Server
+            (tcpfec_qlog::Side::Server, "server")
         };
-        let file = q.dir.join(format!(
-            "{}-flow{}-{}.sqlog",
-            q.name,
-            e.flow,
-            if i % 2 == 0 { "client" } else { "server" }
-        ));
-        let title = format!("{} flow {} ({})", q.name, e.flow, sc.scheme.name);
-        let w = tcpfec_qlog::QlogWriter::create(&file, side, &title, q.limit)?;
-        e.conn.set_trace(true);
-        e.tracer = Some(tcpfec_qlog::ConnTracer::new(
-            Box::new(w),
-            e.conn.config().mss,
-        ));
+        if let Some(dir) = &files.qlog_dir {
+            let file = dir.join(format!("{}-flow{}-{end}.sqlog", files.name, e.flow));
+            let title = format!("{} flow {} ({})", files.name, e.flow, sc.scheme.name);
+            let w = tcpfec_qlog::QlogWriter::create(&file, side, &title, files.limit)?;
+            e.conn.set_trace(true);
+            e.tracer = Some(tcpfec_qlog::ConnTracer::new(
+                Box::new(w),
+                e.conn.config().mss,
+            ));
+        }
+        if let (Some(dir), true) = (&files.pcap_dir, client) {
+            let file = dir.join(format!("{}-flow{}.pcapng", files.name, e.flow));
+            e.pcap = Some(tcpfec_qlog::PcapWriter::create(&file, files.limit)?);
+        }
     }
     let result = sim.run_keeping();
     for e in &mut sim.endpoints {
         if let Some(t) = &mut e.tracer {
             t.flush()?;
         }
+        if let Some(p) = &mut e.pcap {
+            p.flush()?;
+        }
     }
     Ok(result)
+}
+
+/// Writes `packet` into flow `flow`'s capture: sent by its client (`from_client`) or to it.
+fn capture(
+    pcap: &mut tcpfec_qlog::PcapWriter,
+    now: u64,
+    nodes: (u32, u32),
+    flow: u32,
+    from_client: bool,
+    packet: &Packet,
+) {
+    let client = tcpfec_qlog::pcap::sim_addr(nodes.0, 40_000u16.wrapping_add(flow as u16));
+    let server = tcpfec_qlog::pcap::sim_addr(nodes.1, tcpfec_qlog::pcap::SIM_SERVER_PORT);
+    let (src, dst) = if from_client {
+        (client, server)
+    } else {
+        (server, client)
+    };
+    if let Ok(bytes) = packet.to_vec() {
+        // A capture that cannot be written loses packets, not the run.
+        let _ = pcap.udp(Duration::from_nanos(now), src, dst, &bytes);
+    }
 }
 
 struct SimPacket {
@@ -105,6 +136,8 @@ struct Endpoint {
     closed_own_side: bool,
     /// The qlog trace, with `run_traced`.
     tracer: Option<tcpfec_qlog::ConnTracer>,
+    /// The flow's capture (client endpoints only), with `run_traced`.
+    pcap: Option<tcpfec_qlog::PcapWriter>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -220,6 +253,7 @@ impl<'a> Simulator<'a> {
                 timer_at: None,
                 closed_own_side: false,
                 tracer: None,
+                pcap: None,
             });
             endpoints.push(Endpoint {
                 conn: Engine::server(cfg.clone()),
@@ -229,6 +263,7 @@ impl<'a> Simulator<'a> {
                 timer_at: None,
                 closed_own_side: false,
                 tracer: None,
+                pcap: None,
             });
             let start = match sc.start {
                 Start::Fixed { at } => at,
@@ -346,9 +381,20 @@ impl<'a> Simulator<'a> {
                 self.flows[p.flow as usize].wire_bytes_in_window += p.size as u64;
             }
             let ep = p.dst_endpoint;
+            let peer_node = self.endpoints[ep as usize ^ 1].node;
             let e = &mut self.endpoints[ep as usize];
             if let Some(t) = &mut e.tracer {
                 t.received(Duration::from_nanos(self.now), &p.packet, p.size as usize);
+            }
+            if let Some(pcap) = &mut e.pcap {
+                capture(
+                    pcap,
+                    self.now,
+                    (e.node, peer_node),
+                    e.flow,
+                    false,
+                    &p.packet,
+                );
             }
             e.conn.handle_packet(Instant(self.now), p.packet);
             self.service(ep);
@@ -419,8 +465,19 @@ impl<'a> Simulator<'a> {
             self.packets_total += 1;
             let data = packet.occupies_segment();
             let size = wire_size(&packet) + self.sc.encapsulation;
-            if let Some(t) = &mut self.endpoints[ep as usize].tracer {
+            let e = &mut self.endpoints[ep as usize];
+            if let Some(t) = &mut e.tracer {
                 t.sent(Duration::from_nanos(self.now), &packet, size as usize);
+            }
+            if let Some(pcap) = &mut e.pcap {
+                capture(
+                    pcap,
+                    self.now,
+                    (node, peer_node),
+                    flow as u32,
+                    true,
+                    &packet,
+                );
             }
             let slot = self.alloc(SimPacket {
                 packet,

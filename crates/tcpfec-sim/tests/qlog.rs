@@ -6,7 +6,7 @@ use core::time::Duration;
 use serde_json::Value;
 use std::path::Path;
 use tcpfec_proto::Scheme;
-use tcpfec_sim::sim::{run_traced, QlogOptions};
+use tcpfec_sim::sim::{run_traced, TraceFiles};
 use tcpfec_sim::{run, App, LossSpec, Scenario};
 
 /// 2 MB over a 20 Mb/s, 50 ms path with 2 % random loss, measured over the whole run.
@@ -70,8 +70,9 @@ fn a_lossy_transfer_has_as_many_loss_repair_and_rebuild_events_as_its_counters()
         let sc = lossy_transfer(scheme);
         let dir = std::env::temp_dir().join(format!("tcpfec-qlog-{}-{scheme}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let q = QlogOptions {
-            dir: dir.clone(),
+        let q = TraceFiles {
+            qlog_dir: Some(dir.clone()),
+            pcap_dir: None,
             name: "t".into(),
             limit: u64::MAX,
         };
@@ -135,8 +136,9 @@ fn a_trace_stops_at_its_size_limit_with_a_note() {
     let sc = lossy_transfer("sack");
     let dir = std::env::temp_dir().join(format!("tcpfec-qlog-limit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let q = QlogOptions {
-        dir: dir.clone(),
+    let q = TraceFiles {
+        qlog_dir: Some(dir.clone()),
+        pcap_dir: None,
         name: "t".into(),
         limit: 100_000,
     };
