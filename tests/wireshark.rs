@@ -41,7 +41,9 @@ fn the_dissector_decodes_a_simulated_capture_as_the_trace_records_it() {
         .split(|&b| b == 0x1e)
         .filter(|r| !r.is_empty())
         .map(|r| serde_json::from_slice::<serde_json::Value>(r).unwrap())
-        .filter(|e| e["name"] == "quic:packet_sent" || e["name"] == "quic:packet_received")
+        .filter(|e| {
+            e["name"] == "transport:packet_sent" || e["name"] == "transport:packet_received"
+        })
         .map(|e| {
             let d = &e["data"];
             let repair = (d["tcpfec"]["kind"] == "repair") as u8;

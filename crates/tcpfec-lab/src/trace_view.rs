@@ -98,13 +98,13 @@ pub fn read(path: &Path, interval_s: f64) -> Result<TraceSummary, String> {
         let d = &e["data"];
         let seg = d["header"]["packet_number"].as_f64();
         match name {
-            "quic:packet_sent" => {
+            "transport:packet_sent" => {
                 iv.bytes_sent += d["raw"]["length"].as_u64().unwrap_or(0);
                 if d["tcpfec"]["kind"] == "data" {
                     s.sent.extend(seg.map(|g| (t, g)));
                 }
             }
-            "quic:packet_received" => {
+            "transport:packet_received" => {
                 iv.bytes_received += d["raw"]["length"].as_u64().unwrap_or(0);
                 if d["tcpfec"]["kind"] == "data" {
                     s.received.extend(seg.map(|g| (t, g)));
@@ -149,8 +149,8 @@ pub fn text(s: &TraceSummary, interval_s: f64) -> String {
         out,
         "packets sent {} received {}; lost (retransmitted) {}; repairs sent {}; rebuilt {}; \
          FEC groups failed in {} events; code changes {}",
-        n("quic:packet_sent"),
-        n("quic:packet_received"),
+        n("transport:packet_sent"),
+        n("transport:packet_received"),
         n("recovery:packet_lost"),
         n("tcpfec:repair_sent"),
         n("tcpfec:segment_rebuilt"),
@@ -214,10 +214,10 @@ mod tests {
         let rec = |v: &str| format!("\u{1e}{v}\n");
         let file = [
             rec(r#"{"qlog_format":"JSON-SEQ","qlog_version":"0.3","title":"t","trace":{"vantage_point":{"type":"client"}}}"#),
-            rec(r#"{"time":10.0,"name":"quic:packet_sent","data":{"header":{"packet_number":0},"raw":{"length":1500},"tcpfec":{"kind":"data"}}}"#),
+            rec(r#"{"time":10.0,"name":"transport:packet_sent","data":{"header":{"packet_number":0},"raw":{"length":1500},"tcpfec":{"kind":"data"}}}"#),
             rec(r#"{"time":20.0,"name":"recovery:metrics_updated","data":{"smoothed_rtt":40.5}}"#),
             rec(r#"{"time":1500.0,"name":"recovery:packet_lost","data":{"header":{"packet_number":0}}}"#),
-            rec(r#"{"time":1600.0,"name":"quic:packet_received","data":{"header":{"packet_number":0},"raw":{"length":40},"frames":[{"frame_type":"ack","acked_ranges":[[0,0]]}],"tcpfec":{"kind":"ack"}}}"#),
+            rec(r#"{"time":1600.0,"name":"transport:packet_received","data":{"header":{"packet_number":0},"raw":{"length":40},"frames":[{"frame_type":"ack","acked_ranges":[[0,0]]}],"tcpfec":{"kind":"ack"}}}"#),
         ]
         .concat();
         std::fs::write(&f, file).unwrap();

@@ -76,6 +76,6 @@ async fn a_lossy_transfer_leaves_a_trace_per_end_that_matches_its_counters() {
     );
     assert_eq!(count(client_file, "tcpfec:repair_sent"), tx.repairs_sent);
     assert_eq!(count(server_file, "tcpfec:segment_rebuilt"), rx.recovered);
-    assert!(count(server_file, "quic:packet_received") > 2000);
+    assert!(count(server_file, "transport:packet_received") > 2000);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -663,6 +663,16 @@ impl Connection {
         self.sender.pipe()
     }
 
+    /// The sender's congestion state, for traces: `recovery` during fast recovery, else the
+    /// controller's (`slow_start`, `congestion_avoidance`, or BBR's state).
+    pub fn congestion_state(&self) -> &'static str {
+        if self.sender.in_recovery {
+            "recovery"
+        } else {
+            self.sender.cc.state_name()
+        }
+    }
+
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
         let s = &self.sender;

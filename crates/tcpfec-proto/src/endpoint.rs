@@ -258,6 +258,15 @@ impl Endpoint {
         }
     }
 
+    /// The sender's congestion state for traces (`recovery`, `slow_start`,
+    /// `congestion_avoidance`, BBR's states; `block_transfer` for FECTCP).
+    pub fn congestion_state(&self) -> &'static str {
+        match self {
+            Endpoint::Stream(c) => c.congestion_state(),
+            Endpoint::Blocks(_) => "block_transfer",
+        }
+    }
+
     /// Segments believed in flight (0 for FECTCP, which counts symbols, not segments).
     pub fn pipe(&self) -> usize {
         match self {

@@ -96,7 +96,7 @@ pub(crate) struct Sender {
     sack: bool,
     dupthresh: u32,
     dupacks: u32,
-    in_recovery: bool,
+    pub(crate) in_recovery: bool,
     /// Highest segment outstanding when the last loss episode began (RFC 6582 "recover").
     recover: Option<u64>,
     /// One retransmission may go out regardless of the window (fast retransmit).

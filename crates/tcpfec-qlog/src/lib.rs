@@ -1,8 +1,9 @@
 //! qlog traces of tcpfec connections: one JSON-SEQ file (`.sqlog`) per connection and
 //! vantage point, in the qlog main schema (draft-ietf-quic-qlog-main-schema) with the
-//! event names and fields of its QUIC event definitions where tcpfec has the same thing
-//! (`quic:packet_sent`, `quic:packet_received`, `recovery:packet_lost`,
-//! `recovery:metrics_updated`), and tcpfec's own FEC events under `tcpfec:`.
+//! event names and fields of its QUIC event definitions, in the categories qlog 0.3 and
+//! qvis use (`transport:packet_sent`, `transport:packet_received`, `recovery:packet_lost`,
+//! `recovery:metrics_updated`), where tcpfec has the same thing, and tcpfec's own FEC
+//! events under `tcpfec:`.
 //!
 //! A tcpfec packet maps onto a QUIC one as qvis draws it: the packet number is the
 //! segment number (a retransmission repeats it, as TCP's sequence numbers do), a data

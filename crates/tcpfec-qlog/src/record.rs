@@ -75,8 +75,8 @@ pub struct MetricsDelta {
 /// One event to write.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Record {
-    /// `quic:packet_sent` (and `tcpfec:repair_sent` for a repair) or
-    /// `quic:packet_received`.
+    /// `transport:packet_sent` (and `tcpfec:repair_sent` for a repair) or
+    /// `transport:packet_received`.
     Packet {
         /// Sent (true) or received.
         sent: bool,
@@ -102,6 +102,13 @@ pub enum Record {
     },
     /// `recovery:metrics_updated`.
     Metrics(MetricsDelta),
+    /// `recovery:congestion_state_updated`.
+    CongestionState {
+        /// The state before, if one was written.
+        old: Option<&'static str>,
+        /// The state now.
+        new: &'static str,
+    },
 }
 
 /// Appends `"key":value` pairs with commas.
@@ -287,7 +294,9 @@ pub fn format(out: &mut Vec<u8>, t: Duration, r: &Record) -> u64 {
             packet: p,
             wire_len,
         } => {
-            event(out, ms, "quic:packet_sent", |o| packet(o, p, *wire_len));
+            event(out, ms, "transport:packet_sent", |o| {
+                packet(o, p, *wire_len)
+            });
             if p.repair {
                 event(out, ms, "tcpfec:repair_sent", |o| repair(o, p));
                 return 2;
@@ -297,7 +306,9 @@ pub fn format(out: &mut Vec<u8>, t: Duration, r: &Record) -> u64 {
             sent: false,
             packet: p,
             wire_len,
-        } => event(out, ms, "quic:packet_received", |o| packet(o, p, *wire_len)),
+        } => event(out, ms, "transport:packet_received", |o| {
+            packet(o, p, *wire_len)
+        }),
         Record::Engine(TraceEvent::Retransmitted { seg, len }) => {
             event(out, ms, "recovery:packet_lost", |o| {
                 let _ = write!(
@@ -329,6 +340,16 @@ pub fn format(out: &mut Vec<u8>, t: Duration, r: &Record) -> u64 {
             d.float("mean_burst", *mean_burst);
             d.close();
         }),
+        Record::CongestionState { old, new } => {
+            event(out, ms, "recovery:congestion_state_updated", |o| {
+                let mut d = Obj::open(o);
+                if let Some(old) = old {
+                    d.text("old", old);
+                }
+                d.text("new", new);
+                d.close();
+            })
+        }
         Record::Metrics(m) => event(out, ms, "recovery:metrics_updated", |o| {
             let mut d = Obj::open(o);
             if let Some(v) = m.cwnd {

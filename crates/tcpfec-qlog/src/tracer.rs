@@ -25,6 +25,7 @@ pub struct ConnTracer {
     groups_failed: u64,
     code: Option<(usize, usize)>,
     last: Metrics,
+    state: Option<&'static str>,
     mss: u64,
 }
 
@@ -37,6 +38,7 @@ impl ConnTracer {
             groups_failed: 0,
             code: None,
             last: Metrics::default(),
+            state: None,
             mss: u64::from(mss),
         }
     }
@@ -88,6 +90,12 @@ impl ConnTracer {
                 };
                 self.sink.push(t, r);
             }
+        }
+        let state = e.congestion_state();
+        if self.state != Some(state) {
+            let old = self.state.replace(state);
+            self.sink
+                .push(t, Record::CongestionState { old, new: state });
         }
         let bits = |bytes_per_s: f64| (bytes_per_s * 8.0) as u64;
         let now = Metrics {

@@ -76,14 +76,15 @@ impl QlogWriter {
             },
         });
         let mut out = BufWriter::with_capacity(1 << 16, w);
-        out.write_all(&[0x1e])?;
-        serde_json::to_writer(&mut out, &header)?;
-        out.write_all(b"\n")?;
+        let mut first = vec![0x1e];
+        serde_json::to_writer(&mut first, &header)?;
+        first.push(b'\n');
+        out.write_all(&first)?;
         Ok(QlogWriter {
             out,
             buf: Vec::with_capacity(1024),
             events: 0,
-            bytes: 0,
+            bytes: first.len() as u64,
             limit,
             cut: false,
             error: None,

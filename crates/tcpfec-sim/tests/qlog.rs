@@ -26,9 +26,10 @@ fn lossy_transfer(scheme: &str) -> Scenario {
     }
 }
 
-/// The records of a JSON-SEQ file, each checked against the main schema's shape: the
-/// first names the format and the trace's vantage point, every other one is an event
-/// with a time, a `namespace:event` name and a data object, in time order.
+/// The records of a JSON-SEQ file, each checked against the main schema's shape and what
+/// qvis's loader requires (`textsequencejsontoqlog.ts`): the first has `qlog_version`,
+/// `qlog_format` "JSON-SEQ" and a `trace` with its vantage point; every other one is an
+/// event with a time, a `category:event` name and a data object, in time order.
 fn records(path: &Path) -> (Value, Vec<Value>) {
     let bytes = std::fs::read(path).unwrap();
     let mut recs = bytes
@@ -41,6 +42,7 @@ fn records(path: &Path) -> (Value, Vec<Value>) {
     let header = recs.next().expect("a header record");
     assert_eq!(header["qlog_format"], "JSON-SEQ");
     assert_eq!(header["qlog_version"], "0.3");
+    assert!(header["trace"].is_object());
     let vp = &header["trace"]["vantage_point"]["type"];
     assert!(vp == "client" || vp == "server", "{header}");
     let events: Vec<Value> = recs.collect();
@@ -123,10 +125,27 @@ fn a_lossy_transfer_has_as_many_loss_repair_and_rebuild_events_as_its_counters()
             );
         }
         // Every packet either end sent is in its file, and every one it received.
-        let sent = count(&client, "quic:packet_sent") + count(&server, "quic:packet_sent");
+        let sent =
+            count(&client, "transport:packet_sent") + count(&server, "transport:packet_sent");
         assert_eq!(sent, traced.packets_total, "{scheme}");
-        assert!(count(&server, "quic:packet_received") < count(&client, "quic:packet_sent"));
+        assert!(
+            count(&server, "transport:packet_received") < count(&client, "transport:packet_sent")
+        );
         assert!(count(&client, "recovery:metrics_updated") > 10);
+        // The controller's states as it passes through them: BBR's for `auto`, slow start
+        // and recovery for the window rules.
+        let states: Vec<&str> = client
+            .iter()
+            .filter(|e| e["name"] == "recovery:congestion_state_updated")
+            .map(|e| e["data"]["new"].as_str().unwrap())
+            .collect();
+        let first = if scheme == "auto" {
+            "startup"
+        } else {
+            "slow_start"
+        };
+        assert_eq!(states.first(), Some(&first), "{scheme}: {states:?}");
+        assert!(states.len() >= 2, "{scheme}: {states:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -820,6 +820,17 @@ impl CongestionControl for Bbr {
         self.min_rtt
             .map(|r| self.max_bw * r.as_secs_f64() / self.mss)
     }
+    fn state_name(&self) -> &'static str {
+        match self.state {
+            BbrState::Startup => "startup",
+            BbrState::Drain => "drain",
+            BbrState::ProbeBwDown => "probe_bw_down",
+            BbrState::ProbeBwCruise => "probe_bw_cruise",
+            BbrState::ProbeBwRefill => "probe_bw_refill",
+            BbrState::ProbeBwUp => "probe_bw_up",
+            BbrState::ProbeRtt => "probe_rtt",
+        }
+    }
     fn models_path(&self) -> bool {
         true
     }

@@ -342,6 +342,14 @@ impl CongestionControl for Bbr1 {
     fn bdp_segments(&self) -> Option<f64> {
         self.min_rtt.map(|_| self.bdp(1.0) / self.mss)
     }
+    fn state_name(&self) -> &'static str {
+        match self.state {
+            Bbr1State::Startup => "startup",
+            Bbr1State::Drain => "drain",
+            Bbr1State::ProbeBw => "probe_bw",
+            Bbr1State::ProbeRtt => "probe_rtt",
+        }
+    }
     fn models_path(&self) -> bool {
         true
     }

@@ -113,6 +113,16 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     fn models_path(&self) -> bool {
         false
     }
+    /// The controller's state for traces: `slow_start` or `congestion_avoidance` for the
+    /// window rules (the sender reports its loss recovery itself), BBR's state names for
+    /// BBR.
+    fn state_name(&self) -> &'static str {
+        if self.cwnd() < self.ssthresh() {
+            "slow_start"
+        } else {
+            "congestion_avoidance"
+        }
+    }
     /// False while a path-modelling controller is still in its start-up (BBR's Startup):
     /// its queue grows every round then, and losses read at the queue's peak are no sign
     /// of another flow.
