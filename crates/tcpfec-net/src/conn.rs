@@ -243,19 +243,17 @@ impl Conn {
         }
     }
 
-    /// Hands `datagram` (an engine packet, sent or received) and what the engine did to
-    /// the trace, if there is one.
-    fn trace(&mut self, now: Instant, sent: bool, datagram: &[u8]) {
+    /// Hands packet `p` (sent or received, `len` bytes) and what the engine did to the
+    /// trace, if there is one.
+    fn trace(&mut self, now: Instant, sent: bool, p: &tcpfec_proto::Packet, len: usize) {
         let (Some((t, start)), Some(engine)) = (self.tracer.as_mut(), self.engine.as_mut()) else {
             return;
         };
         let at = now.saturating_since(*start);
-        if let Ok(p) = tcpfec_proto::Packet::parse(datagram) {
-            if sent {
-                t.sent(at, &p, datagram.len());
-            } else {
-                t.received(at, &p, datagram.len());
-            }
+        if sent {
+            t.sent(at, p, len);
+        } else {
+            t.received(at, p, len);
         }
         t.after(at, engine);
     }
@@ -433,14 +431,21 @@ impl Conn {
         }
         let engine = self.engine.as_mut().expect("checked above");
         let before = engine.readable();
-        if n > 0 && engine.handle_datagram(now, &plain[..n]).is_err() {
+        if n > 0 && self.tracer.is_some() {
+            // Traced: parsed once, for the trace and the engine.
+            match tcpfec_proto::Packet::parse(&plain[..n]) {
+                Ok(p) => {
+                    let summary = p.clone();
+                    engine.handle_packet(now, p);
+                    self.trace(now, false, &summary, n);
+                }
+                Err(_) => stats.bad_inner += 1,
+            }
+        } else if n > 0 && engine.handle_datagram(now, &plain[..n]).is_err() {
             stats.bad_inner += 1;
         }
-        let gap = n > crate::pacer::UNPACED_MAX && engine.readable() == before;
-        if self.tracer.is_some() && n > 0 {
-            self.trace(now, false, &plain[..n]);
-        }
-        gap
+        let engine = self.engine.as_mut().expect("checked above");
+        n > crate::pacer::UNPACED_MAX && engine.readable() == before
     }
 
     /// A sealed control message from `from`.
@@ -663,13 +668,22 @@ impl Conn {
                 break;
             }
             let engine = self.engine.as_mut().expect("open connection");
-            match engine.poll_transmit(now, &mut plain) {
+            let emitted = if self.tracer.is_some() {
+                // Traced: the packet itself goes to the trace, not a parse of its bytes.
+                engine.poll_packet(now).map(|p| {
+                    let r = p.emit(&mut plain);
+                    if let Ok(n) = r {
+                        self.trace(now, true, &p, n);
+                    }
+                    r
+                })
+            } else {
+                engine.poll_transmit(now, &mut plain)
+            };
+            match emitted {
                 None => break,
                 Some(Err(_)) => stats.bad_inner += 1,
                 Some(Ok(n)) => {
-                    if self.tracer.is_some() {
-                        self.trace(now, true, &plain[..n]);
-                    }
                     let d = self.seal(&plain[..n]);
                     self.pacer.on_sent(d.len());
                     stats.datagrams_out += 1;

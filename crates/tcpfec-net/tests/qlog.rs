@@ -47,11 +47,18 @@ async fn a_lossy_transfer_leaves_a_trace_per_end_that_matches_its_counters() {
         async {
             let mut got = Vec::new();
             r.read_to_end(&mut got).await.unwrap();
+            r.shutdown().await.unwrap();
             got
         }
     );
     let () = sent;
     assert!(got == payload);
+    // Both ends done both ways: nothing more is sent (no late repair) before the counters
+    // are read.
+    let mut back = Vec::new();
+    s.read_to_end(&mut back).await.unwrap();
+    assert!(cli.wait_done(Duration::from_secs(5)).await);
+    assert!(srv.wait_done(Duration::from_secs(5)).await);
     let (tx, rx) = (s.stats(), r.stats());
     drop((s, r));
     drop((cli, srv));

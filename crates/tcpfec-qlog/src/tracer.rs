@@ -25,9 +25,16 @@ pub struct ConnTracer {
     groups_failed: u64,
     code: Option<(usize, usize)>,
     last: Metrics,
+    /// When the last metrics event was written.
+    last_at: Option<Duration>,
     state: Option<&'static str>,
     mss: u64,
 }
+
+/// Bytes in flight change with every packet; alone, they make a metrics event at most
+/// this often (the congestion window, RTT and rates whenever they change). One event per
+/// packet doubled a traced loopback transfer's events.
+const IN_FLIGHT_EVERY: Duration = Duration::from_millis(1);
 
 impl ConnTracer {
     /// Traces into `sink` a connection whose segments carry up to `mss` bytes.
@@ -38,6 +45,7 @@ impl ConnTracer {
             groups_failed: 0,
             code: None,
             last: Metrics::default(),
+            last_at: None,
             state: None,
             mss: u64::from(mss),
         }
@@ -108,6 +116,18 @@ impl ConnTracer {
         if now == self.last {
             return;
         }
+        let only_in_flight = Metrics {
+            bytes_in_flight: self.last.bytes_in_flight,
+            ..now
+        } == self.last;
+        if only_in_flight
+            && self
+                .last_at
+                .is_some_and(|a| t.saturating_sub(a) < IN_FLIGHT_EVERY)
+        {
+            return;
+        }
+        self.last_at = Some(t);
         let last = std::mem::replace(&mut self.last, now);
         let changed = |a, b| (a != b).then_some(a);
         let d = MetricsDelta {
