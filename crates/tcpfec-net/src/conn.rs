@@ -695,6 +695,10 @@ impl Conn {
                 }
             }
         }
+        if let Some((t, _)) = self.tracer.as_mut() {
+            // The round's trace records go to the writer thread together.
+            let _ = t.flush();
+        }
         let engine = self.engine.as_mut().expect("open connection");
         let closed = engine.is_closed();
         // The client's first authentic packet validates its address at the server; if

@@ -1,7 +1,7 @@
 //! The network's traces are written by one thread per process: a connection's driver
-//! only queues a small [`Record`] per event (no formatting, no I/O on the packet path).
-//! The queue is bounded; when it is full an event is dropped and counted, and the file
-//! ends with a note saying how many.
+//! only collects a small [`Record`] per event (no formatting, no I/O on the packet path)
+//! and hands them over in batches. The queue is bounded; when it is full a batch is
+//! dropped and counted, and the file ends with a note saying how many events were lost.
 
 use crate::record::Record;
 use crate::writer::{QlogWriter, Sink};
@@ -12,12 +12,16 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// Events queued at most, over all connections (about 100 bytes each).
-const QUEUE: usize = 1 << 16;
+/// Batches queued at most, over all connections.
+const QUEUE: usize = 1 << 10;
+/// Most records a connection collects before it hands them over as one batch (it also
+/// hands them over at the end of each driver round, [`Sink::flush`]): one channel
+/// message, and at most one wake-up of the writer, per batch instead of per event.
+const BATCH: usize = 256;
 
 enum Msg {
     Open(u64, Box<QlogWriter>),
-    Event(u64, Duration, Record),
+    Events(u64, Vec<(Duration, Record)>),
     /// The connection ended: flush and close its file; `dropped` events were lost.
     Close(u64, Duration, u64, SyncSender<()>),
     /// Flush every open file, then answer.
@@ -44,9 +48,11 @@ fn serve(rx: Receiver<Msg>) {
             Msg::Open(id, w) => {
                 files.insert(id, w);
             }
-            Msg::Event(id, t, r) => {
+            Msg::Events(id, batch) => {
                 if let Some(w) = files.get_mut(&id) {
-                    w.push(t, r);
+                    for (t, r) in batch {
+                        w.push(t, r);
+                    }
                 }
             }
             Msg::Close(id, t, dropped, done) => {
@@ -73,6 +79,7 @@ pub struct Background {
     id: u64,
     last: Duration,
     dropped: u64,
+    batch: Vec<(Duration, Record)>,
 }
 
 impl Background {
@@ -85,6 +92,21 @@ impl Background {
             id,
             last: Duration::ZERO,
             dropped: 0,
+            batch: Vec::with_capacity(BATCH),
+        }
+    }
+
+    /// Hands the records collected so far to the writer thread, or counts them as
+    /// dropped if its queue is full.
+    fn send_batch(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let n = batch.len() as u64;
+        match queue().try_send(Msg::Events(self.id, batch)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => self.dropped += n,
         }
     }
 }
@@ -92,13 +114,16 @@ impl Background {
 impl Sink for Background {
     fn push(&mut self, t: Duration, r: Record) {
         self.last = t;
-        match queue().try_send(Msg::Event(self.id, t, r)) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => self.dropped += 1,
+        self.batch.push((t, r));
+        if self.batch.len() >= BATCH {
+            self.send_batch();
         }
     }
 
+    /// Hands the records over (the driver calls it once per round); the file itself is
+    /// written by the thread.
     fn flush(&mut self) -> io::Result<()> {
+        self.send_batch();
         Ok(())
     }
 }
@@ -106,6 +131,7 @@ impl Sink for Background {
 impl Drop for Background {
     /// Closes the file once the thread has written everything queued before.
     fn drop(&mut self) {
+        self.send_batch();
         let (tx, rx) = mpsc::sync_channel(1);
         if queue()
             .send(Msg::Close(self.id, self.last, self.dropped, tx))

@@ -111,6 +111,30 @@ pub enum Record {
     },
 }
 
+/// Appends the decimal digits of `v` (without the formatting machinery: this runs a few
+/// times for every traced packet).
+fn int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// Appends literal text.
+fn lit(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Appends `t` in milliseconds with microsecond digits (`12.345`).
+fn millis(out: &mut Vec<u8>, t: Duration) {
+    let us = t.as_micros();
+    int(out, us / 1000);
+    let frac = (us % 1000) as u16;
+    out.extend_from_slice(&[
+        b'.',
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ]);
+}
+
 /// Appends `"key":value` pairs with commas.
 struct Obj<'a> {
     out: &'a mut Vec<u8>,
@@ -127,11 +151,13 @@ impl<'a> Obj<'a> {
             self.out.push(b',');
         }
         self.first = false;
-        let _ = write!(self.out, "\"{k}\":");
+        self.out.push(b'"');
+        lit(self.out, k);
+        lit(self.out, "\":");
         self.out
     }
-    fn num(&mut self, k: &str, v: impl std::fmt::Display) {
-        let _ = write!(self.key(k), "{v}");
+    fn num(&mut self, k: &str, v: impl itoa::Integer) {
+        int(self.key(k), v);
     }
     fn float(&mut self, k: &str, v: f64) {
         let out = self.key(k);
@@ -143,7 +169,10 @@ impl<'a> Obj<'a> {
     }
     fn text(&mut self, k: &str, v: &str) {
         // Only fixed, plain names go through here: no escaping needed.
-        let _ = write!(self.key(k), "\"{v}\"");
+        let out = self.key(k);
+        out.push(b'"');
+        lit(out, v);
+        out.push(b'"');
     }
     fn close(self) {
         self.out.push(b'}');
@@ -151,25 +180,26 @@ impl<'a> Obj<'a> {
 }
 
 fn group(out: &mut Vec<u8>, g: &FecGroup) {
-    let _ = write!(
-        out,
-        "{{\"first\":{},\"count\":{},\"stride\":{},\"repairs\":{}}}",
-        g.first, g.count, g.stride, g.repairs
-    );
+    let mut o = Obj::open(out);
+    o.num("first", g.first);
+    o.num("count", g.count);
+    o.num("stride", g.stride);
+    o.num("repairs", g.repairs);
+    o.close();
 }
 
 fn packet(out: &mut Vec<u8>, p: &PacketSummary, wire_len: u32) {
     let mut d = Obj::open(out);
-    let _ = write!(
-        d.key("header"),
-        "{{\"packet_type\":\"1RTT\",\"packet_number\":{}}}",
-        p.seg
-    );
-    let _ = write!(
-        d.key("raw"),
-        "{{\"length\":{wire_len},\"payload_length\":{}}}",
-        p.payload_len
-    );
+    let h = d.key("header");
+    lit(h, "{\"packet_type\":\"1RTT\",\"packet_number\":");
+    int(h, p.seg);
+    h.push(b'}');
+    let r = d.key("raw");
+    lit(r, "{\"length\":");
+    int(r, wire_len);
+    lit(r, ",\"payload_length\":");
+    int(r, p.payload_len);
+    r.push(b'}');
     let frames = d.key("frames");
     frames.push(b'[');
     let mut any = false;
@@ -181,18 +211,26 @@ fn packet(out: &mut Vec<u8>, p: &PacketSummary, wire_len: u32) {
     };
     if p.occupies {
         sep(frames);
-        let _ = write!(
+        lit(
             frames,
-            "{{\"frame_type\":\"stream\",\"stream_id\":0,\"offset\":{},\"length\":{},\"fin\":{}}}",
-            p.seg,
-            p.payload_len,
-            p.flags.contains(Flags::FIN)
+            "{\"frame_type\":\"stream\",\"stream_id\":0,\"offset\":",
+        );
+        int(frames, p.seg);
+        lit(frames, ",\"length\":");
+        int(frames, p.payload_len);
+        lit(
+            frames,
+            if p.flags.contains(Flags::FIN) {
+                ",\"fin\":true}"
+            } else {
+                ",\"fin\":false}"
+            },
         );
     }
     if p.flags.contains(Flags::ACK) {
         sep(frames);
         // Segments below the cumulative ACK and those of the SACK blocks are acknowledged.
-        frames.extend_from_slice(b"{\"frame_type\":\"ack\",\"acked_ranges\":[");
+        lit(frames, "{\"frame_type\":\"ack\",\"acked_ranges\":[");
         let mut first = true;
         let ranges = (p.ack > 0)
             .then_some((0, p.ack))
@@ -203,17 +241,19 @@ fn packet(out: &mut Vec<u8>, p: &PacketSummary, wire_len: u32) {
                 frames.push(b',');
             }
             first = false;
-            let _ = write!(frames, "[{a},{}]", b - 1);
+            frames.push(b'[');
+            int(frames, a);
+            frames.push(b',');
+            int(frames, b - 1);
+            frames.push(b']');
         }
-        frames.extend_from_slice(b"]}");
+        lit(frames, "]}");
     }
     if p.repair {
         sep(frames);
-        let _ = write!(
-            frames,
-            "{{\"frame_type\":\"tcpfec_repair\",\"length\":{}}}",
-            p.payload_len
-        );
+        lit(frames, "{\"frame_type\":\"tcpfec_repair\",\"length\":");
+        int(frames, p.payload_len);
+        frames.push(b'}');
     }
     frames.push(b']');
     let t = d.key("tcpfec");
@@ -247,7 +287,9 @@ fn packet(out: &mut Vec<u8>, p: &PacketSummary, wire_len: u32) {
                     f.push(b',');
                 }
                 first = false;
-                let _ = write!(f, "\"{name}\"");
+                f.push(b'"');
+                lit(f, name);
+                f.push(b'"');
             }
         }
         f.push(b']');
@@ -276,18 +318,21 @@ fn repair(out: &mut Vec<u8>, p: &PacketSummary) {
     d.close();
 }
 
-/// Appends event `name` at `ms` with the data `data` writes.
-fn event(out: &mut Vec<u8>, ms: f64, name: &str, data: impl FnOnce(&mut Vec<u8>)) {
-    out.push(0x1e);
-    let _ = write!(out, "{{\"time\":{ms},\"name\":\"{name}\",\"data\":");
+/// Appends event `name` at `t` with the data `data` writes.
+fn event(out: &mut Vec<u8>, t: Duration, name: &str, data: impl FnOnce(&mut Vec<u8>)) {
+    lit(out, "\u{1e}{\"time\":");
+    millis(out, t);
+    lit(out, ",\"name\":\"");
+    lit(out, name);
+    lit(out, "\",\"data\":");
     data(out);
-    out.extend_from_slice(b"}\n");
+    lit(out, "}\n");
 }
 
 /// Appends `r`, at time `t`, as JSON-SEQ records (one per event; a repair packet sent is
 /// two events). Returns how many events.
 pub fn format(out: &mut Vec<u8>, t: Duration, r: &Record) -> u64 {
-    let ms = t.as_secs_f64() * 1e3;
+    let ms = t;
     match r {
         Record::Packet {
             sent: true,
@@ -334,8 +379,8 @@ pub fn format(out: &mut Vec<u8>, t: Duration, r: &Record) -> u64 {
             mean_burst,
         } => event(out, ms, "tcpfec:code_resized", |o| {
             let mut d = Obj::open(o);
-            d.num("k", k);
-            d.num("m", m);
+            d.num("k", *k);
+            d.num("m", *m);
             d.float("loss_rate", *loss_rate);
             d.float("mean_burst", *mean_burst);
             d.close();

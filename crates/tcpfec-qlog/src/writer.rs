@@ -138,6 +138,9 @@ impl QlogWriter {
 
 impl Sink for QlogWriter {
     fn push(&mut self, t: Duration, r: Record) {
+        if self.cut || self.error.is_some() {
+            return;
+        }
         self.buf.clear();
         let n = format(&mut self.buf, t, &r);
         self.write_records(t, n);
