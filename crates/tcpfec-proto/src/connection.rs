@@ -663,6 +663,11 @@ impl Connection {
         self.sender.pipe()
     }
 
+    /// The smallest RTT the sender has measured.
+    pub fn min_rtt(&self) -> Option<core::time::Duration> {
+        self.sender.rtt.min_rtt()
+    }
+
     /// The sender's congestion state, for traces: `recovery` during fast recovery, else the
     /// controller's (`slow_start`, `congestion_avoidance`, or BBR's state).
     pub fn congestion_state(&self) -> &'static str {

@@ -258,6 +258,14 @@ impl Endpoint {
         }
     }
 
+    /// The smallest RTT the sender has measured (`None` for FECTCP, which keeps none).
+    pub fn min_rtt(&self) -> Option<core::time::Duration> {
+        match self {
+            Endpoint::Stream(c) => c.min_rtt(),
+            Endpoint::Blocks(_) => None,
+        }
+    }
+
     /// The sender's congestion state for traces (`recovery`, `slow_start`,
     /// `congestion_avoidance`, BBR's states; `block_transfer` for FECTCP).
     pub fn congestion_state(&self) -> &'static str {

@@ -12,6 +12,7 @@ struct Metrics {
     cwnd: u64,
     bytes_in_flight: u64,
     srtt: Option<Duration>,
+    min_rtt: Option<Duration>,
     pacing_rate: Option<u64>,
     delivery_rate: Option<u64>,
 }
@@ -110,6 +111,7 @@ impl ConnTracer {
             cwnd: (e.cwnd() * self.mss as f64) as u64,
             bytes_in_flight: e.pipe() as u64 * self.mss,
             srtt: stats.srtt,
+            min_rtt: e.min_rtt(),
             pacing_rate: e.pacing_rate().map(bits),
             delivery_rate: e.delivery_rate().map(bits),
         };
@@ -137,7 +139,10 @@ impl ConnTracer {
                 .srtt
                 .filter(|_| now.srtt != last.srtt)
                 .map(|r| r.as_secs_f64() * 1e3),
-            min_rtt_ms: None,
+            min_rtt_ms: now
+                .min_rtt
+                .filter(|_| now.min_rtt != last.min_rtt)
+                .map(|r| r.as_secs_f64() * 1e3),
             pacing_rate: now
                 .pacing_rate
                 .filter(|_| now.pacing_rate != last.pacing_rate),

@@ -132,6 +132,15 @@ fn a_lossy_transfer_has_as_many_loss_repair_and_rebuild_events_as_its_counters()
             count(&server, "transport:packet_received") < count(&client, "transport:packet_sent")
         );
         assert!(count(&client, "recovery:metrics_updated") > 10);
+        // The minimum RTT appears once measured, no lower than the path's 50 ms.
+        let min_rtt: Vec<f64> = client
+            .iter()
+            .filter_map(|e| e["data"]["min_rtt"].as_f64())
+            .collect();
+        assert!(
+            !min_rtt.is_empty() && min_rtt.iter().all(|&r| r >= 50.0),
+            "{min_rtt:?}"
+        );
         // The controller's states as it passes through them: BBR's for `auto`, slow start
         // and recovery for the window rules.
         let states: Vec<&str> = client
