@@ -26,9 +26,6 @@ pub const COMMANDS: &[&[&str]] = &[
     &["perf"],
 ];
 
-/// Largest configuration file read.
-const LIMIT: u64 = 1 << 20;
-
 /// `argv` with the flags of the `--config` file it names (if any) added after it.
 pub fn expand(argv: Vec<OsString>, cli: &Command) -> Result<Vec<OsString>, String> {
     let text: Vec<String> = argv
@@ -107,7 +104,8 @@ fn flags_from_file(
         Some(n) => format!("--config {} line {n}", path.display()),
         None => format!("--config {}", path.display()),
     };
-    let text = read(path).map_err(|e| format!("{}: {e}", at(None)))?;
+    let text =
+        tcpfec_lab::sweep::read_settings_file(path).map_err(|e| format!("{}: {e}", at(None)))?;
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
         let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
         let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
@@ -189,23 +187,6 @@ fn key_line(text: &str, key: &str) -> Option<usize> {
             l.is_some_and(|rest| rest.trim_start().starts_with('='))
         })
         .map(|i| i + 1)
-}
-
-/// The file's text, read with a size limit.
-fn read(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    if !f.metadata().map_err(|e| e.to_string())?.is_file() {
-        return Err("not a regular file".into());
-    }
-    let mut raw = Vec::new();
-    f.take(LIMIT + 1)
-        .read_to_end(&mut raw)
-        .map_err(|e| e.to_string())?;
-    if raw.len() as u64 > LIMIT {
-        return Err("too large for a configuration file".into());
-    }
-    String::from_utf8(raw).map_err(|_| "not UTF-8 text".into())
 }
 
 #[cfg(test)]

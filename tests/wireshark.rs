@@ -37,10 +37,9 @@ fn the_dissector_decodes_a_simulated_capture_as_the_trace_records_it() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // What the client sent and received, in order, as the trace has it.
     let trace = std::fs::read(q.join("run0000-flow0-client.sqlog")).unwrap();
-    let want: Vec<String> = trace
-        .split(|&b| b == 0x1e)
-        .filter(|r| !r.is_empty())
-        .map(|r| serde_json::from_slice::<serde_json::Value>(r).unwrap())
+    let want: Vec<String> = tcpfec_qlog::records(&trace)
+        .unwrap()
+        .into_iter()
         .filter(|e| {
             e["name"] == "transport:packet_sent" || e["name"] == "transport:packet_received"
         })

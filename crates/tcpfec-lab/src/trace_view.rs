@@ -3,7 +3,6 @@
 //! and a time-sequence plot (segments sent, acknowledged, repaired, lost, rebuilt over
 //! time), as the papers draw them.
 
-use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -56,13 +55,11 @@ pub struct TraceSummary {
 /// Reads the JSON-SEQ trace at `path`, counting per `interval_s` seconds.
 pub fn read(path: &Path, interval_s: f64) -> Result<TraceSummary, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut records = bytes
-        .split(|&b| b == 0x1e)
-        .filter(|r| !r.iter().all(u8::is_ascii_whitespace));
     let bad = |what: &str| format!("{}: {what}", path.display());
-    let header: Value = records
-        .next()
-        .and_then(|r| serde_json::from_slice(r).ok())
+    let records = tcpfec_qlog::records(&bytes)
+        .map_err(|e| bad(&format!("not a qlog JSON-SEQ file ({e})")))?;
+    let (header, events) = records
+        .split_first()
         .ok_or_else(|| bad("not a qlog JSON-SEQ file (no header record)"))?;
     if header["qlog_format"] != "JSON-SEQ" {
         return Err(bad(
@@ -78,9 +75,7 @@ pub fn read(path: &Path, interval_s: f64) -> Result<TraceSummary, String> {
         ..TraceSummary::default()
     };
     let mut srtt = None;
-    for (i, r) in records.enumerate() {
-        let e: Value =
-            serde_json::from_slice(r).map_err(|err| bad(&format!("event {}: {err}", i + 1)))?;
+    for e in events {
         let t = e["time"].as_f64().unwrap_or(0.0) / 1e3;
         let name = e["name"].as_str().unwrap_or("?");
         *s.counts.entry(name.to_string()).or_default() += 1;

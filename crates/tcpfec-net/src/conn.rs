@@ -243,19 +243,14 @@ impl Conn {
         }
     }
 
-    /// Hands packet `p` (sent or received, `len` bytes) and what the engine did to the
-    /// trace, if there is one.
-    fn trace(&mut self, now: Instant, sent: bool, p: &tcpfec_proto::Packet, len: usize) {
-        let (Some((t, start)), Some(engine)) = (self.tracer.as_mut(), self.engine.as_mut()) else {
-            return;
-        };
-        let at = now.saturating_since(*start);
-        if sent {
+    /// Hands a packet the engine sent (`len` bytes) and what the engine did to the trace,
+    /// if there is one.
+    fn trace_sent(&mut self, now: Instant, p: &tcpfec_proto::Packet, len: usize) {
+        if let (Some((t, start)), Some(engine)) = (self.tracer.as_mut(), self.engine.as_mut()) {
+            let at = now.saturating_since(*start);
             t.sent(at, p, len);
-        } else {
-            t.received(at, p, len);
+            t.after(at, engine);
         }
-        t.after(at, engine);
     }
 
     /// Ends a client's handshake with an error for the connect call.
@@ -431,18 +426,23 @@ impl Conn {
         }
         let engine = self.engine.as_mut().expect("checked above");
         let before = engine.readable();
-        if n > 0 && self.tracer.is_some() {
+        match (n > 0, self.tracer.as_mut()) {
+            (false, _) => {}
             // Traced: parsed once, for the trace and the engine.
-            match tcpfec_proto::Packet::parse(&plain[..n]) {
+            (true, Some((t, start))) => match tcpfec_proto::Packet::parse(&plain[..n]) {
                 Ok(p) => {
-                    let summary = p.clone();
+                    let at = now.saturating_since(*start);
+                    t.received(at, &p, n);
                     engine.handle_packet(now, p);
-                    self.trace(now, false, &summary, n);
+                    t.after(at, engine);
                 }
                 Err(_) => stats.bad_inner += 1,
+            },
+            (true, None) => {
+                if engine.handle_datagram(now, &plain[..n]).is_err() {
+                    stats.bad_inner += 1;
+                }
             }
-        } else if n > 0 && engine.handle_datagram(now, &plain[..n]).is_err() {
-            stats.bad_inner += 1;
         }
         let engine = self.engine.as_mut().expect("checked above");
         n > crate::pacer::UNPACED_MAX && engine.readable() == before
@@ -673,7 +673,7 @@ impl Conn {
                 engine.poll_packet(now).map(|p| {
                     let r = p.emit(&mut plain);
                     if let Ok(n) = r {
-                        self.trace(now, true, &p, n);
+                        self.trace_sent(now, &p, n);
                     }
                     r
                 })

@@ -201,6 +201,28 @@ pub fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b))
 }
 
+/// The two-field lines of a key list (`authorized_keys`, `known_servers`): `#` starts a
+/// comment, blank lines are skipped. Yields each line's label for errors (`ORIGIN line
+/// N`) and its two fields, or an error saying which two were `expected`.
+fn pairs<'a>(
+    text: &'a str,
+    origin: &'a str,
+    expected: &'a str,
+) -> impl Iterator<Item = Result<(String, &'a str, &'a str), String>> + 'a {
+    text.lines().enumerate().filter_map(move |(i, line)| {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            return None;
+        }
+        let at = format!("{origin} line {}", i + 1);
+        let mut f = line.split_whitespace();
+        Some(match (f.next(), f.next(), f.next()) {
+            (Some(a), Some(b), None) => Ok((at, a, b)),
+            _ => Err(format!("{at}: expected {expected}")),
+        })
+    })
+}
+
 /// The peers a server accepts, by public key, with their names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuthorizedKeys {
@@ -212,28 +234,18 @@ impl AuthorizedKeys {
     /// give the line number.
     pub fn parse(text: &str, origin: &str) -> Result<AuthorizedKeys, String> {
         let mut names = HashMap::new();
-        for (i, line) in text.lines().enumerate() {
-            let at = || format!("{origin} line {}", i + 1);
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let mut fields = line.split_whitespace();
-            let (Some(key), Some(name), None) = (fields.next(), fields.next(), fields.next())
-            else {
-                return Err(format!("{}: expected PUBLIC-KEY NAME", at()));
-            };
-            let key = PublicKey::parse(key).map_err(|e| format!("{}: {e}", at()))?;
+        for entry in pairs(text, origin, "PUBLIC-KEY NAME") {
+            let (at, key, name) = entry?;
+            let key = PublicKey::parse(key).map_err(|e| format!("{at}: {e}"))?;
             if !valid_name(name) {
                 return Err(format!(
-                    "{}: '{}' is not a peer name (letters, digits, . _ - @, at most {MAX_NAME}, \
+                    "{at}: '{}' is not a peer name (letters, digits, . _ - @, at most {MAX_NAME}, \
                      not starting with .)",
-                    at(),
                     printable(name)
                 ));
             }
             if let Some(old) = names.insert(key, name.to_string()) {
-                return Err(format!("{}: the key is listed already, as {old}", at()));
+                return Err(format!("{at}: the key is listed already, as {old}"));
             }
         }
         Ok(AuthorizedKeys { names })
@@ -293,21 +305,10 @@ impl KnownServers {
                 LIST_LIMIT,
                 "HOST:PORT KEY lines",
             )?;
-            for (i, line) in text.lines().enumerate() {
-                let line = line.split('#').next().unwrap_or("").trim();
-                if line.is_empty() {
-                    continue;
-                }
-                let mut f = line.split_whitespace();
-                let (Some(host), Some(key), None) = (f.next(), f.next(), f.next()) else {
-                    return Err(format!(
-                        "{} line {}: expected HOST:PORT PUBLIC-KEY",
-                        path.display(),
-                        i + 1
-                    ));
-                };
-                let key = PublicKey::parse(key)
-                    .map_err(|e| format!("{} line {}: {e}", path.display(), i + 1))?;
+            let origin = path.display().to_string();
+            for entry in pairs(&text, &origin, "HOST:PORT PUBLIC-KEY") {
+                let (at, host, key) = entry?;
+                let key = PublicKey::parse(key).map_err(|e| format!("{at}: {e}"))?;
                 keys.insert(host.to_string(), key);
             }
         }

@@ -90,17 +90,13 @@ impl Relay {
     /// Writes every datagram the relay forwards, both ways, into `w` from now on, as it
     /// leaves the relay (what the impairments let through), with wall-clock timestamps.
     pub fn capture_to(&self, w: tcpfec_qlog::PcapWriter) {
-        *self.capture.lock().unwrap_or_else(|p| p.into_inner()) = Some(w);
+        *self.capture.writer() = Some(w);
+        self.capture.on.store(true, Ordering::Relaxed);
     }
 
     /// Writes out what the capture has buffered.
     pub fn flush_capture(&self) {
-        if let Some(w) = self
-            .capture
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-        {
+        if let Some(w) = self.capture.writer().as_mut() {
             let _ = w.flush();
         }
     }
@@ -114,7 +110,7 @@ impl Relay {
         let sources = Arc::new(AtomicU64::new(0));
         let held = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
         let blackout = Arc::new(AtomicBool::new(false));
-        let capture: Capture = Arc::new(std::sync::Mutex::new(None));
+        let capture = Capture::default();
         let (ftx, frx) = mpsc::channel::<Item>(HANDOVER_QUEUE);
         let (btx, brx) = mpsc::channel::<Item>(HANDOVER_QUEUE);
         let link = |spec, stream, rx, stats: &Arc<DirStats>, held: &Arc<AtomicU64>| {
@@ -360,13 +356,27 @@ struct LinkShared {
     capture: Capture,
 }
 
-/// The capture of what the relay forwards, if one was asked for ([`Relay::capture_to`]).
-type Capture = Arc<std::sync::Mutex<Option<tcpfec_qlog::PcapWriter>>>;
+/// The capture of what the relay forwards, if one was asked for ([`Relay::capture_to`]):
+/// the flag is read for every datagram, so a relay that captures nothing takes no lock.
+#[derive(Clone, Default)]
+struct Capture {
+    on: Arc<AtomicBool>,
+    writer: Arc<std::sync::Mutex<Option<tcpfec_qlog::PcapWriter>>>,
+}
+
+impl Capture {
+    fn writer(&self) -> std::sync::MutexGuard<'_, Option<tcpfec_qlog::PcapWriter>> {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 /// Writes datagram `d`, just sent from `socket` to `to`, into the capture (IPv4 only; a
 /// capture that fails to write stops, the relay goes on).
 fn capture(c: &Capture, socket: &UdpSocket, to: Option<SocketAddr>, d: &[u8]) {
-    let mut guard = c.lock().unwrap_or_else(|p| p.into_inner());
+    if !c.on.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut guard = c.writer();
     let Some(w) = guard.as_mut() else {
         return;
     };
@@ -377,6 +387,7 @@ fn capture(c: &Capture, socket: &UdpSocket, to: Option<SocketAddr>, d: &[u8]) {
             .unwrap_or_default();
         if w.udp(now, src, dst, d).is_err() {
             *guard = None;
+            c.on.store(false, Ordering::Relaxed);
         }
     }
 }

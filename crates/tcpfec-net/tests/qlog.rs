@@ -12,10 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// Events named `name` in the JSON-SEQ file at `path`.
 fn count(path: &std::path::Path, name: &str) -> u64 {
     let bytes = std::fs::read(path).unwrap();
-    bytes
-        .split(|&b| b == 0x1e)
-        .filter(|r| !r.is_empty())
-        .map(|r| serde_json::from_slice::<serde_json::Value>(r).expect("one JSON value per record"))
+    tcpfec_qlog::records(&bytes)
+        .expect("one JSON value per record")
+        .into_iter()
         .filter(|v| v["name"] == name)
         .count() as u64
 }

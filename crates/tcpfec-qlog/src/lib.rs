@@ -18,12 +18,14 @@
 
 mod background;
 pub mod pcap;
+mod read;
 mod record;
 mod tracer;
 mod writer;
 
 pub use background::{flush_all, Background};
 pub use pcap::PcapWriter;
+pub use read::records;
 pub use record::{MetricsDelta, PacketSummary, Record};
 pub use tracer::ConnTracer;
 pub use writer::{QlogWriter, Side, Sink, DEFAULT_FILE_LIMIT, QLOG_VERSION};

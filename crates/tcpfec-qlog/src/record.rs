@@ -102,6 +102,14 @@ pub enum Record {
     },
     /// `recovery:metrics_updated`.
     Metrics(MetricsDelta),
+    /// `tcpfec:trace_cut`: the file reached its limit of this many bytes; nothing follows.
+    TraceCut {
+        /// The limit, bytes.
+        limit: u64,
+    },
+    /// `tcpfec:events_dropped`: this many events did not reach the file (the writer thread
+    /// fell behind).
+    EventsDropped(u64),
     /// `recovery:congestion_state_updated`.
     CongestionState {
         /// The state before, if one was written.
@@ -369,6 +377,16 @@ pub fn format(out: &mut Vec<u8>, t: Duration, r: &Record) -> u64 {
                 let _ = write!(o, "{{\"segment\":{seg},\"length\":{len}}}");
             })
         }
+        Record::TraceCut { limit } => event(out, ms, "tcpfec:trace_cut", |o| {
+            lit(o, "{\"reason\":\"the trace reached its limit of ");
+            int(o, *limit);
+            lit(o, " bytes\"}");
+        }),
+        Record::EventsDropped(n) => event(out, ms, "tcpfec:events_dropped", |o| {
+            lit(o, "{\"events\":");
+            int(o, *n);
+            o.push(b'}');
+        }),
         Record::GroupsFailed(n) => event(out, ms, "tcpfec:block_failed", |o| {
             let _ = write!(o, "{{\"groups\":{n}}}");
         }),

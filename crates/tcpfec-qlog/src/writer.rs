@@ -103,15 +103,11 @@ impl QlogWriter {
             return;
         }
         if self.bytes + self.buf.len() as u64 > self.limit {
+            // The note that ends the file goes in whatever the limit says.
             self.cut = true;
-            let note = json!({"time": t.as_secs_f64() * 1e3, "name": "tcpfec:trace_cut",
-                "data": {"reason": format!("the trace reached its limit of {} bytes", self.limit)}});
-            let r = self
-                .out
-                .write_all(&[0x1e])
-                .and_then(|_| serde_json::to_writer(&mut self.out, &note).map_err(io::Error::from))
-                .and_then(|_| self.out.write_all(b"\n"));
-            if let Err(e) = r {
+            self.buf.clear();
+            format(&mut self.buf, t, &Record::TraceCut { limit: self.limit });
+            if let Err(e) = self.out.write_all(&self.buf) {
                 self.error = Some(e);
             }
             return;
@@ -126,13 +122,7 @@ impl QlogWriter {
     /// Ends the file with a note that `n` events could not be written (the writer thread
     /// fell behind).
     pub(crate) fn note_dropped(&mut self, t: Duration, n: u64) {
-        self.buf.clear();
-        let _ = writeln!(
-            self.buf,
-            "\u{1e}{{\"time\":{},\"name\":\"tcpfec:events_dropped\",\"data\":{{\"events\":{n}}}}}",
-            t.as_secs_f64() * 1e3
-        );
-        self.write_records(t, 1);
+        self.push(t, Record::EventsDropped(n));
     }
 }
 
