@@ -226,25 +226,31 @@ fn packet(out: &mut Vec<u8>, p: &PacketSummary, wire_len: u32) {
         int(frames, p.seg);
         lit(frames, ",\"length\":");
         int(frames, p.payload_len);
+        // qlog's `fin` defaults to false; only a segment that ends the stream says so.
         lit(
             frames,
             if p.flags.contains(Flags::FIN) {
                 ",\"fin\":true}"
             } else {
-                ",\"fin\":false}"
+                "}"
             },
         );
     }
-    if p.flags.contains(Flags::ACK) {
-        sep(frames);
-        // Segments below the cumulative ACK and those of the SACK blocks are acknowledged.
-        lit(frames, "{\"frame_type\":\"ack\",\"acked_ranges\":[");
-        let mut first = true;
-        let ranges = (p.ack > 0)
+    // Segments below the cumulative ACK and those of the SACK blocks are acknowledged. A
+    // packet that acknowledges nothing (the sender's data, before any data came back)
+    // gets no ack frame: on a bulk transfer that is a tenth of every record.
+    let acked = || {
+        (p.ack > 0)
             .then_some((0, p.ack))
             .into_iter()
-            .chain(p.sack[..p.sack_len as usize].iter().copied());
-        for (a, b) in ranges.filter(|(a, b)| b > a) {
+            .chain(p.sack[..p.sack_len as usize].iter().copied())
+            .filter(|(a, b)| b > a)
+    };
+    if p.flags.contains(Flags::ACK) && acked().next().is_some() {
+        sep(frames);
+        lit(frames, "{\"frame_type\":\"ack\",\"acked_ranges\":[");
+        let mut first = true;
+        for (a, b) in acked() {
             if !first {
                 frames.push(b',');
             }

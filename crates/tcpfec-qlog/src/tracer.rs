@@ -63,6 +63,9 @@ impl ConnTracer {
     }
 
     fn packet(&mut self, t: Duration, sent: bool, p: &Packet, wire_len: usize) {
+        if !self.sink.is_open() {
+            return;
+        }
         let packet = PacketSummary::of(p);
         let wire_len = wire_len as u32;
         self.sink.push(
@@ -79,6 +82,12 @@ impl ConnTracer {
     /// `auto` code, and the congestion metrics that changed.
     pub fn after(&mut self, t: Duration, e: &mut tcpfec_proto::Endpoint) {
         e.drain_trace(&mut self.engine_events);
+        if !self.sink.is_open() {
+            // The file is full: nothing more is written, so the engine stops collecting.
+            self.engine_events.clear();
+            e.set_trace(false);
+            return;
+        }
         for ev in self.engine_events.drain(..) {
             self.sink.push(t, Record::Engine(ev));
         }

@@ -38,6 +38,11 @@ pub trait Sink: Send {
     fn push(&mut self, t: Duration, r: Record);
     /// Writes what is buffered; the first write error, if any.
     fn flush(&mut self) -> io::Result<()>;
+    /// False once the trace takes no more events (cut at its size limit, or a write
+    /// failed): a driver then stops collecting them.
+    fn is_open(&self) -> bool {
+        true
+    }
 }
 
 /// One trace file being written.
@@ -141,6 +146,10 @@ impl Sink for QlogWriter {
             return Err(e);
         }
         self.out.flush()
+    }
+
+    fn is_open(&self) -> bool {
+        !self.cut && self.error.is_none()
     }
 }
 
