@@ -177,7 +177,7 @@ pub struct SimArgs {
     trace: Option<PathBuf>,
     /// Write a qlog trace (JSON-SEQ, for qvis) of both ends of every flow of every run:
     /// DIR/runNNNN-flowF-client.sqlog and …-server.sqlog. Packets sent and received,
-    /// losses, congestion metrics and FEC events (`docs/observability.md`); at most 2000
+    /// losses, congestion metrics and FEC events (`docs/guide/traces.md`); at most 2000
     /// files and 256 MiB per file.
     #[arg(long, value_name = "DIR")]
     qlog: Option<PathBuf>,
@@ -336,12 +336,12 @@ pub struct ValidateArgs {
     /// A few points only.
     #[arg(long)]
     quick: bool,
-    /// Directory for validation.csv and the figures [default: docs/validation, or
-    /// docs/validation-bbr with --set bbr; not used by --set kernel or wire].
+    /// Directory for validation.csv and the figures [default: docs/results/validation, or
+    /// docs/results/validation-bbr with --set bbr; not used by --set kernel or wire].
     #[arg(long)]
     out: Option<PathBuf>,
-    /// The markdown report to write [default: docs/validation.md, or docs/validation-bbr.md,
-    /// docs/validation-kernel.md, docs/validation-wire.md by --set; `-` for none with
+    /// The markdown report to write [default: docs/results/validation.md, or docs/results/validation-bbr.md,
+    /// docs/results/validation-kernel.md, docs/results/validation-wire.md by --set; `-` for none with
     /// --set kernel or wire].
     #[arg(long)]
     report: Option<PathBuf>,

@@ -57,7 +57,7 @@ pub struct Report {
 pub struct QlogArg {
     /// Write a qlog trace (JSON-SEQ, for qvis) of every connection into DIR (created if
     /// missing): SIDE-UNIXMS-PEER-ID.sqlog, packets, losses, congestion metrics and FEC
-    /// events (docs/observability.md). Off by default; the QLOGDIR environment variable
+    /// events (docs/guide/traces.md). Off by default; the QLOGDIR environment variable
     /// turns it on as for QUIC tools.
     #[arg(long, value_name = "DIR", env = "QLOGDIR")]
     pub qlog: Option<PathBuf>,
@@ -166,7 +166,7 @@ pub struct SendArgs {
     /// measures the loss at the receiver (rate and burst length, congestion drops left
     /// out) and sizes Reed-Solomon blocks to it: about 1 % repair on a clean path, more as
     /// loss grows, and repairs for its retransmissions too, over BBR v3 which does not
-    /// slow down for losses FEC repaired (docs/auto.md). `tcpfec schemes` lists the
+    /// slow down for losses FEC repaired (docs/design/auto.md). `tcpfec schemes` lists the
     /// others; `sack` spends nothing on repair.
     #[arg(long, default_value = DEFAULT_SCHEME)]
     scheme: String,

@@ -240,7 +240,7 @@ impl Reference {
 
     /// The markdown report.
     pub fn default_report(self) -> PathBuf {
-        PathBuf::from(format!("docs/validation-{}.md", self.name()))
+        PathBuf::from(format!("docs/results/validation-{}.md", self.name()))
     }
 
     /// `bench net --emu`'s `--schemes` and `--kernel` for this reference.
@@ -508,7 +508,7 @@ pub struct Options {
     pub import: Option<PathBuf>,
     /// Only these points (1-based, in the order of [`POINTS`]).
     pub only: Option<Vec<usize>>,
-    /// The markdown report [default: docs/validation-NAME.md]; `-` for none.
+    /// The markdown report [default: docs/results/validation-NAME.md]; `-` for none.
     pub report: Option<PathBuf>,
     /// Fail unless every point agrees or misses as [`KNOWN_MISSES`] records.
     pub check: bool,

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Cross-checks tcpfec's TCP baselines against ns-2.35 and ns-3.37 (Debian packages) and
-# writes docs/validation.md with tables and figures.
+# writes docs/results/validation.md with tables and figures.
 #   validation/run.sh            # full run, 10 seeds per point (about 30 minutes on 2 cores)
 #   validation/run.sh --quick    # a few points, 2 seeds
 #   validation/run.sh --bbr      # bbr1 and bbr against ns-3's TcpBbr, 3 seeds
-#                                # (docs/validation-bbr.md; --bbr --quick for one point)
+#                                # (docs/results/validation-bbr.md; --bbr --quick for one point)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=()
 seeds=10
-set_args=(--set baselines --out docs/validation --report docs/validation.md)
+set_args=(--set baselines --out docs/results/validation --report docs/results/validation.md)
 for arg in "$@"; do
     case "$arg" in
         --quick) quick=(--quick); seeds=2 ;;
-        --bbr) set_args=(--set bbr --out docs/validation-bbr --report docs/validation-bbr.md); seeds=3 ;;
+        --bbr) set_args=(--set bbr --out docs/results/validation-bbr --report docs/results/validation-bbr.md); seeds=3 ;;
         *) echo "usage: validation/run.sh [--quick] [--bbr]" >&2; exit 2 ;;
     esac
 done

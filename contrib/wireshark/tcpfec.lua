@@ -1,4 +1,4 @@
--- Wireshark / tshark dissector for tcpfec (docs/wire.md, docs/net.md).
+-- Wireshark / tshark dissector for tcpfec (docs/reference/wire.md, docs/design/network.md).
 --
 -- Two protocols:
 --   tcpfec      the engine's packet: 40-byte header, options (SACK, MSS, FEC group and

@@ -3,7 +3,7 @@
 //! real envelopes and Noise messages, the names and values the CLI documents.
 //!
 //! `cargo run --release -p tcpfec-fuzz --example seed_corpus`, then fuzz and minimise
-//! (`cargo fuzz cmin`) as docs/fuzzing.md describes.
+//! (`cargo fuzz cmin`) as docs/guide/fuzzing.md describes.
 
 use core::time::Duration;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //! * [`schedule`]: the same channel driven by seeds, for long runs (`tcpfec bench fuzz`);
 //! * [`corpus`]: where the committed inputs live and how one is replayed.
 //!
-//! `docs/fuzzing.md` says how to run and extend them.
+//! `docs/guide/fuzzing.md` says how to run and extend them.
 
 pub mod corpus;
 pub mod input;

@@ -49,15 +49,15 @@ pub enum Set {
 impl Options {
     fn out(&self) -> PathBuf {
         self.out.clone().unwrap_or_else(|| match self.set {
-            Set::Baselines => "docs/validation".into(),
-            Set::Bbr => "docs/validation-bbr".into(),
+            Set::Baselines => "docs/results/validation".into(),
+            Set::Bbr => "docs/results/validation-bbr".into(),
         })
     }
 
     fn report(&self) -> PathBuf {
         self.report.clone().unwrap_or_else(|| match self.set {
-            Set::Baselines => "docs/validation.md".into(),
-            Set::Bbr => "docs/validation-bbr.md".into(),
+            Set::Baselines => "docs/results/validation.md".into(),
+            Set::Bbr => "docs/results/validation-bbr.md".into(),
         })
     }
 

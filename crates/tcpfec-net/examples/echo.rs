@@ -4,7 +4,7 @@
 //!
 //! An [`Endpoint`] owns a UDP socket; `connect` and `accept` give [`tcpfec_net::Stream`]s,
 //! which are tokio `AsyncRead + AsyncWrite`. Both sides hold the same pre-shared key here;
-//! `EndpointConfig::identity` takes key pairs instead (docs/identities.md).
+//! `EndpointConfig::identity` takes key pairs instead (docs/guide/identities.md).
 
 use tcpfec_net::{Endpoint, EndpointConfig, Psk, DEFAULT_SCHEME};
 use tcpfec_proto::Scheme;

@@ -25,7 +25,7 @@ pub enum Cipher {
     ChaChaPoly,
     /// AES-256-GCM: about twice as fast where the CPU has AES and carry-less multiply
     /// instructions (measured on loopback: 6.0–6.5 Gb/s against 3.8–4.2 for ChaCha,
-    /// docs/net.md), slow and best avoided where it does not.
+    /// docs/results/network.md), slow and best avoided where it does not.
     AesGcm,
 }
 

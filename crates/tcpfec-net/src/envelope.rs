@@ -1,4 +1,4 @@
-//! The outer datagram envelope (docs/net.md): one type byte, connection ids, and for data
+//! The outer datagram envelope (docs/reference/wire.md): one type byte, connection ids, and for data
 //! packets an explicit 64-bit packet number. The engine's packet travels sealed inside.
 //!
 //! Every parser here checks lengths and returns `None` for anything malformed.

@@ -5,7 +5,7 @@
 //! stateless cookie round and a Noise handshake keyed by a pre-shared key; every data
 //! packet is sealed with AEAD under an explicit packet number and checked against a replay
 //! window. On top: file transfer ([`transfer`]), port forwarding ([`tunnel`]) and an
-//! impairment relay ([`relay`]). `docs/net.md` describes the formats.
+//! impairment relay ([`relay`]). `docs/reference/wire.md` describes the formats.
 
 pub mod clock;
 pub mod config;
@@ -49,10 +49,8 @@ pub use stats::EndpointStats;
 pub use stream::Stream;
 
 /// The scheme `send` and `tunnel` use when the user names none: `auto`, Reed-Solomon
-/// blocks sized from the loss the receiver measures (2 % probe redundancy on a clean path)
-/// over BBR v3, recovered losses hidden from congestion control. Through the relay at
-/// 50 Mb/s and 200 ms it moved 43.0 / 40.7 / 38.2 Mb/s at 0 / 1 / 5 % random loss, where
-/// the previous default `anker-8-3-cubic` moved 33.2 / 33.7 / 10.8 (docs/auto.md).
+/// blocks sized from the loss the receiver measures over BBR v3, recovered losses hidden
+/// from congestion control (docs/design/auto.md has how it works and what it achieves).
 pub const DEFAULT_SCHEME: &str = "auto";
 
 /// The FEC scheme with the most goodput at 1 % random loss in our measurements (less

@@ -84,7 +84,7 @@ async fn fifty_mb_through_two_percent_random_loss() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_mb_through_gilbert_elliott_bursts() {
     // Bad state 0.75/(0.75+75) ≈ 1 % of the time, losing everything, bursts of 1.33
-    // packets on average (up to 5+ now and then). Longer bursts are measured in docs/net.md:
+    // packets on average (up to 5+ now and then). Longer bursts are measured in docs/results/network.md:
     // they are correct too, only slower than a test should be.
     let ge = LossSpec::parse_ge("0.75%,75%,0,1").unwrap();
     tokio::time::timeout(Duration::from_secs(170), through_relay(ge))

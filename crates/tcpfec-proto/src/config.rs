@@ -48,7 +48,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
         ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe, cubic (SACK recovery, CUBIC window), bbr or bbr1 (SACK recovery, paced BBR v3 / v1)"),
     ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
     ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
-    ("auto[-base][-blocks][-tT]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a block-failure target T (default 1e-3, raised to 1/BDP on paths shorter than 1000 packets, where a failed block's extra round trip costs less than the repairs that avoid it; a given T holds everywhere, and auto-t0.01 spends less on repair and retransmits more) at the least overhead (1 % probe on a clean path), block length within a quarter of the window, half of it where that meets the target within the 1/3 repair cap, a whole one where one repair per window does; blocks close an eighth of an RTT after a flight stalls; runs of retransmissions get repairs of their own to the same target where the channel loses more than the queue; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic; while the application limits the sender (a stream, interactive traffic) repairs of a sliding-window code leave by time instead, three quarters of a quarter RTT (at least 10 ms) after a packet, over it and the interval before, and BBR skips ProbeRTT; -blocks closes blocks by that time instead (docs/auto.md)"),
+    ("auto[-base][-blocks][-tT]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a block-failure target T (default 1e-3, raised to 1/BDP on paths shorter than 1000 packets, where a failed block's extra round trip costs less than the repairs that avoid it; a given T holds everywhere, and auto-t0.01 spends less on repair and retransmits more) at the least overhead (1 % probe on a clean path), block length within a quarter of the window, half of it where that meets the target within the 1/3 repair cap, a whole one where one repair per window does; blocks close an eighth of an RTT after a flight stalls; runs of retransmissions get repairs of their own to the same target where the channel loses more than the queue; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic; while the application limits the sender (a stream, interactive traffic) repairs of a sliding-window code leave by time instead, half of a quarter RTT (a quarter RTT at least 10 ms) after a packet, over it and the interval before, and BBR skips ProbeRTT; -blocks closes blocks by that time instead (docs/design/auto.md)"),
     ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --target-rate or --app-rate, NewReno base"),
     ("afec-raw100", "TCP-AFEC with K=100 and 100 levels (the paper's AFEC(raw100))"),
     ("tfec", "TCP-TFEC (Teshima T3): Reed-Solomon blocks of K=100, repairs from the calibrated loss-rate table (+1) at the loss measured every 5 s (gamma 0.8), window capped at target x RTT x redundancy, NewReno base"),
@@ -90,7 +90,7 @@ pub const BASELINE_SCHEMES: &[(&str, &str, Recovery, CcKind)] = &[
     ),
     (
         "bbr",
-        "BBR v3 (draft-ietf-ccwg-bbr-02), paced, with SACK recovery (docs/bbr.md)",
+        "BBR v3 (draft-ietf-ccwg-bbr-02), paced, with SACK recovery (docs/design/bbr.md)",
         Recovery::Sack,
         CcKind::Bbr,
     ),
@@ -157,7 +157,7 @@ impl Scheme {
 }
 
 /// Everything a connection needs to know up front. Defaults follow ns-2.35 and the RFCs;
-/// `docs/defaults.md` explains each choice.
+/// `docs/reference/defaults.md` explains each choice.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Largest payload per segment, bytes.
@@ -405,7 +405,7 @@ fn base_controller(base: &str) -> Result<(Recovery, CcKind), String> {
 /// the open block of a stalled flight: a loss in that flight waits as long for its repair.
 /// At half a round trip (the seed schemes' wait) a loss in the first flight of a 100 KB
 /// transfer cost 100 ms on a 200 ms path, where its block's repair could have followed the
-/// flight at once (`docs/auto.md`).
+/// flight at once (`docs/design/auto.md`).
 const AUTO_FLIGHT_END_WAIT: f64 = 0.125;
 
 /// Share of the delay budget a stream's interval waits before its repairs leave
@@ -418,11 +418,11 @@ const AUTO_FLIGHT_END_WAIT: f64 = 0.125;
 /// p99 target at a third of the points. A slow stream (one packet an interval) waiting
 /// 0.75 so that its repair leaves apart from its packet's loss burst was tried: it met
 /// the p99 target at a Gilbert-Elliott point it misses, but lost the lowest p99 at 26
-/// points (docs/on-time.md).
+/// points (docs/design/on-time.md).
 const AUTO_STREAM_WAIT: f64 = 0.5;
 
 /// Parses `auto[-BASE][-blocks][-greedy][-tTARGET]`: Reed-Solomon blocks sized from the
-/// measured channel (`fec::auto`, docs/auto.md) over BASE's congestion control, BBR v3 by
+/// measured channel (`fec::auto`, docs/design/auto.md) over BASE's congestion control, BBR v3 by
 /// default, to a block-failure probability of TARGET (default 1e-3). Recovered losses are
 /// hidden from the controller as in Anker's schemes; blocks close at the end of a flight
 /// so the tail of a transfer is protected. Over a base that models the path (BBR), losses
@@ -446,7 +446,7 @@ fn parse_auto(name: &str) -> Result<Scheme, String> {
         }
         _ => rest,
     };
-    // BBR's own answer to loss only, without the CUBIC-like cap (docs/coexistence.md).
+    // BBR's own answer to loss only, without the CUBIC-like cap (docs/design/coexistence.md).
     let rest = match rest.strip_suffix("-greedy") {
         Some(r) => {
             p.yield_to_congestion = false;
@@ -455,7 +455,7 @@ fn parse_auto(name: &str) -> Result<Scheme, String> {
         None => rest,
     };
     // Streams protected by blocks closed early instead of the window code (the two
-    // compared in docs/on-time.md).
+    // compared in docs/design/on-time.md).
     let (rest, stream_code) = match rest.strip_suffix("-blocks") {
         Some(r) => (r, StreamCode::Blocks),
         None => (rest, StreamCode::Window),

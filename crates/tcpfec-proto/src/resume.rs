@@ -6,7 +6,7 @@
 //! The phases are the RFC's (§3): Reconnaissance until an RTT sample confirms the path,
 //! Unvalidated while the jump is paced out, Validating until the jump's last packet is
 //! acknowledged, then normal congestion control; Safe Retreat on a loss or a delay
-//! increase during the jump. One deviation, recorded in `docs/fast-start.md`: the
+//! increase during the jump. One deviation, recorded in `docs/design/fast-start.md`: the
 //! handshake is the reconnaissance round. Its round-trip sample confirms the path's RTT
 //! and that the peer answers, so the jump may start with the first data rather than one
 //! round trip later; without a handshake sample the first ACK of the initial window
@@ -106,7 +106,7 @@ const JUMP_SHARE: f64 = 0.5;
 /// The jump is paced over this many current RTTs, where the RFC paces it over one. No
 /// ACK of the jump can arrive before a round trip has passed, so everything sent by then
 /// is sent blind: paced over one RTT, a saved rate ten times the path's sends five BDPs
-/// blind and loses about four (`docs/fast-start.md`); over two, the first ACKs arrive
+/// blind and loses about four (`docs/design/fast-start.md`); over two, the first ACKs arrive
 /// with half the jump sent, and the loss and delay checks stop the rest. On the path the
 /// values were saved on it costs about one round trip of a 10 MB transfer's time.
 const JUMP_RTTS: f64 = 2.0;

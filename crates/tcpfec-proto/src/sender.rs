@@ -692,7 +692,7 @@ impl Sender {
             let ended = self.fin_requested;
             // A stream's interval ends at once when the stream has ended; a pause leaves
             // it open until its deadline, so that its repairs leave apart from its last
-            // packet rather than in the same loss burst (docs/on-time.md).
+            // packet rather than in the same loss burst (docs/design/on-time.md).
             if ended && self.stream.as_ref().is_some_and(|s| s.is_open()) {
                 self.close_stream_interval(now);
                 return self.poll_window_repair(now).map(Outgoing::WindowRepair);
@@ -1380,7 +1380,7 @@ impl Sender {
 
     fn on_ece(&mut self, now: Instant) {
         if self.models_path {
-            return; // BBR's ECN response is not modelled (docs/bbr.md)
+            return; // BBR's ECN response is not modelled (docs/design/bbr.md)
         }
         let factor = self.fec.as_ref().and_then(|(_, f)| f.ecn_factor);
         self.reduce_once_per_window(now, factor);

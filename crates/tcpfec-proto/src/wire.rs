@@ -1,6 +1,6 @@
 //! The wire format: a parsed representation ([`Packet`]) with checked `parse` and `emit`.
 //!
-//! Layout (version 1, all integers big-endian) is documented in `docs/wire.md`. Every field is
+//! Layout (version 1, all integers big-endian) is documented in `docs/reference/wire.md`. Every field is
 //! checked on parse; any byte string either parses or yields a [`WireError`], never a panic.
 //! The payload is carried as [`Bytes`], so parsing from a `Bytes` buffer is zero-copy.
 

@@ -10,7 +10,7 @@ use tcpfec_proto::{Config, SavedPath, Scheme};
 pub(crate) const APP_TICK_NS: u64 = 1_000_000;
 
 /// Bytes of IP + TCP header counted on every simulated packet (no options), as ns-2's
-/// `tcpip_base_hdr_size_`. SACK blocks add option bytes on ACKs; see `docs/header-model.md`.
+/// `tcpip_base_hdr_size_`. SACK blocks add option bytes on ACKs; see `docs/design/simulator.md`.
 pub const HEADER_BYTES: u32 = 40;
 
 /// Longest simulated time a run may have: one day. Longer runs would take hours of wall

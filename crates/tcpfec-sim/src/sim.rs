@@ -857,7 +857,7 @@ fn share(part: u64, whole: u64) -> f64 {
 /// Bytes a packet occupies on a simulated link: 40 bytes of IP + TCP header, the payload
 /// (the coded payload of a repair packet), and a TCP SACK option (2 + 8 per block, padded
 /// to 4) when blocks are present. FEC group fields are not counted (see
-/// `docs/header-model.md`).
+/// `docs/design/simulator.md`).
 pub fn wire_size(p: &Packet) -> u32 {
     let sack = if p.sack.is_empty() {
         0

@@ -8,7 +8,7 @@
 //! While data flows, the server reports its counters on the control connection every
 //! interval, so both sides' view (the sender's retransmissions and window, the receiver's
 //! FEC recoveries) reach the client's report. At the end each side sends its per-stream
-//! totals and CPU time. `docs/perf.md` describes the exchange.
+//! totals and CPU time. `docs/design/network.md` describes the exchange.
 
 pub mod client;
 pub mod control;

@@ -1,4 +1,4 @@
-//! BBR version 3, after draft-ietf-ccwg-bbr-02 (docs/bbr.md lists every deviation).
+//! BBR version 3, after draft-ietf-ccwg-bbr-02 (docs/design/bbr.md lists every deviation).
 //!
 //! BBR models the path with two numbers, the bottleneck bandwidth (the maximum recent
 //! delivery rate) and the minimum round-trip time, and sends at a pacing rate of

@@ -1,5 +1,5 @@
 //! BBR version 1, after draft-cardwell-iccrg-bbr-congestion-control-00 (the model of
-//! Linux's tcp_bbr before version 3, and of ns-3's TcpBbr; docs/bbr.md lists the
+//! Linux's tcp_bbr before version 3, and of ns-3's TcpBbr; docs/design/bbr.md lists the
 //! differences).
 //!
 //! The same path model as version 3 (bottleneck bandwidth, minimum RTT), but loss is no

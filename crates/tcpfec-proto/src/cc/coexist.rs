@@ -1,5 +1,5 @@
 //! `auto`'s yield to other flows: a CUBIC window that only congestion moves, capping the
-//! flight BBR allows (docs/coexistence.md).
+//! flight BBR allows (docs/design/coexistence.md).
 //!
 //! BBR ignores loss up to 2 % a round, so next to a CUBIC flow in a shallow buffer it
 //! keeps its rate while CUBIC cuts at every drop. `auto`'s receiver tells the drops of a

@@ -27,7 +27,7 @@ pub struct AfecParams {
     pub alpha: f64,
     /// DT shrink factor β (0 < β < 1).
     pub beta: f64,
-    /// Every level's DT at the start (the papers give none: our choice, docs/fec.md).
+    /// Every level's DT at the start (the papers give none: our choice, docs/design/fec.md).
     pub initial_dt: Duration,
 }
 

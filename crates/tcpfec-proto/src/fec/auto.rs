@@ -1,6 +1,6 @@
 //! The `auto` scheme's redundancy controller: the receiver's loss-run counters feed a
 //! Gilbert channel estimate, and the estimate sizes the Reed-Solomon code to a
-//! block-failure target at the least overhead (docs/auto.md).
+//! block-failure target at the least overhead (docs/design/auto.md).
 //!
 //! Only channel losses enter the estimate. Losses the receiver classes as congestion (a
 //! full queue when the run ended, `loss_runs`) are left out: repair sized to them would add
@@ -257,7 +257,7 @@ impl AutoControl {
     ///
     /// Losses during the congestion controller's startup are measured like any other: on
     /// a lossy path the code must be right before startup ends (leaving them out cost a
-    /// quarter to a third of the goodput at 5 % loss, docs/auto.md).
+    /// quarter to a third of the goodput at 5 % loss, docs/design/auto.md).
     pub fn on_feedback(&mut self, fb: FecFeedback, window: f64) -> Option<CodeSize> {
         self.on_feedback_bounded(fb, window, None)
     }

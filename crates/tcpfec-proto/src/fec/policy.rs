@@ -102,7 +102,7 @@ pub struct FecConfig {
     pub quiet_surplus_repairs: bool,
     /// Repair on time for streams: while the application limits the sender, repairs
     /// leave by time (a share of the delay budget after a packet) rather than by count
-    /// (`auto` only; docs/on-time.md).
+    /// (`auto` only; docs/design/on-time.md).
     pub stream: Option<StreamRepair>,
     /// A redundancy controller that changes the groups during the connection.
     pub adaptive: Option<Adaptive>,
@@ -149,7 +149,7 @@ pub enum Adaptive {
     /// loss rate.
     Tfec(super::tfec::TfecParams),
     /// `auto`: Reed-Solomon blocks sized from the measured channel to a block-failure
-    /// target (docs/auto.md).
+    /// target (docs/design/auto.md).
     Auto(super::auto::AutoParams),
 }
 
@@ -169,7 +169,7 @@ impl Adaptive {
 }
 
 /// TCP-dFEC settings (Ferlin, seed 003). The slides give the rules, not the numbers; the
-/// defaults are our choices (docs/fec.md).
+/// defaults are our choices (docs/design/fec.md).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DynamicFec {
     /// Residual loss rate (losses FEC did not repair, per data packet) to steer toward.

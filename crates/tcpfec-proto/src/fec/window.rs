@@ -3,7 +3,7 @@
 //! source packets of a window of consecutive segments, `[first, first + count)`, and any
 //! set of repairs whose windows overlap the losses solves for them by Gaussian
 //! elimination, whichever windows they cover. `auto` sends such repairs for streams
-//! (docs/on-time.md): a loss is rebuilt by the next repair whose window covers it,
+//! (docs/design/on-time.md): a loss is rebuilt by the next repair whose window covers it,
 //! and a repair that cannot rebuild a loss yet (two losses, one repair) is kept until a
 //! later one can, so repair spent on one stretch of the stream still helps the next.
 //!
