@@ -7,6 +7,8 @@
 //! named on the command line means the same thing in both, and `tcpfec sim` and
 //! `tcpfec perf` report delivery delay the same way.
 
+#![warn(missing_docs)]
+
 pub mod delay;
 pub mod loss;
 pub mod rng;

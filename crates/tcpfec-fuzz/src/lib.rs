@@ -10,6 +10,8 @@
 //!
 //! `docs/guide/fuzzing.md` says how to run and extend them.
 
+#![warn(missing_docs)]
+
 pub mod corpus;
 pub mod input;
 pub mod pair;

@@ -107,7 +107,7 @@ const MAX_EVENTS: u64 = 20_000_000;
 /// silence, thousands of times each, and a schedule of drops can chain thousands of
 /// silences: such inputs took seconds each and held the fuzzer below a thousand runs a
 /// second while adding nothing the first few silences had not shown. A genuine stall is
-/// still caught first by [`SILENCE`], and a spin at one instant by [`SPIN`].
+/// still caught first by `SILENCE`, and a spin at one instant by `SPIN`.
 pub const MAX_TIMER_EVENTS: u64 = 200_000;
 
 /// What the pair input's first bytes choose.

@@ -17,8 +17,9 @@ pub struct Row {
     pub x: String,
     /// The compared series' mean.
     pub value: f64,
-    /// The best other series and its mean.
+    /// The best other series.
     pub best: String,
+    /// Its mean.
     pub best_value: f64,
     /// Compared to best, ≥ 1 when the compared series is the best.
     pub ratio: f64,

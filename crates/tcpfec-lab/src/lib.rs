@@ -4,8 +4,10 @@
 //! (and a scheme's delays against on-time [`targets`]), one shard at a time if asked
 //! ([`shard`], joined by [`merge`]); [`sim`] runs a sweep
 //! from the command line; [`validate`] compares the baselines with
-//! ns-2 and ns-3; [`calibrate`], [`model`] and [`bench`] serve the studies behind the
+//! ns-2 and ns-3; [`calibrate`], [`model`] and [`bench`](mod@bench) serve the studies behind the
 //! docs. The `tcpfec` binary parses the command line and calls in here.
+
+#![warn(missing_docs)]
 
 pub mod bench;
 pub mod bench_fuzz;

@@ -29,16 +29,21 @@ pub struct Point<'a> {
 /// One point checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    /// Figure id and x value.
+    /// Figure id.
     pub figure: String,
+    /// The point's x value.
     pub x: String,
-    /// Means over the runs: p99 and p99.9 of the delay (ms), repair share.
+    /// The p99 delivery delay, ms (mean over the runs).
     pub p99: f64,
+    /// The p99.9 delivery delay, ms (mean over the runs).
     pub p999: f64,
+    /// The repair share of the packets sent (mean over the runs).
     pub redundancy: f64,
-    /// What each may be at most.
+    /// What the p99 may be at most.
     pub p99_target: f64,
+    /// What the p99.9 may be at most.
     pub p999_target: f64,
+    /// What the repair share may be at most.
     pub redundancy_target: f64,
 }
 

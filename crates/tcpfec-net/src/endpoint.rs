@@ -2,7 +2,7 @@
 //! driver task that feeds datagrams and timers to the engines and sends what they produce.
 //!
 //! All connection state sits behind one mutex shared by the driver and the [`Stream`]
-//! handles ([`crate::shared`]); the driver never holds it across an `await`.
+//! handles (`crate::shared`); the driver never holds it across an `await`.
 
 use crate::clock::Clock;
 use crate::conn::{Conn, Phase, Unvalidated};
@@ -32,7 +32,7 @@ pub use crate::config::{EndpointConfig, RetryPolicy, DEFAULT_MSS, MAX_RTO, MAX_U
 
 /// A tcpfec endpoint: connects out, accepts in (if a server), or both. It has one UDP
 /// socket, or, for a server asked for several shards, one per shard on the same port
-/// ([`shard`]), each with its own connections and driver task so that several
+/// (`shard`), each with its own connections and driver task so that several
 /// connections run on several cores.
 pub struct Endpoint {
     /// The shards; a client and a one-shard server have exactly one.

@@ -7,40 +7,59 @@
 //! window. On top: file transfer ([`transfer`]), port forwarding ([`tunnel`]) and an
 //! impairment relay ([`relay`]). `docs/reference/wire.md` describes the formats.
 
+#![warn(missing_docs)]
+
+// The library's API is the re-exports below, `transfer`, `tunnel`, `relay`, `perf`,
+// `identity`, `path_cache`, `link` and `emu`. The modules marked `doc(hidden)` are pub
+// only for this workspace (the `tcpfec` binary, the fuzz targets): the wire envelope,
+// the handshake's pieces, the clock and pacer, and may change without notice.
+
+#[doc(hidden)]
 pub mod clock;
 pub mod config;
 mod conn;
+#[doc(hidden)]
 pub mod control;
+#[doc(hidden)]
 pub mod cookie;
+#[doc(hidden)]
 pub mod crypto;
 #[cfg(target_os = "linux")]
 pub mod emu;
 pub mod endpoint;
+#[doc(hidden)]
 pub mod envelope;
 pub mod error;
+#[doc(hidden)]
 pub mod first_message;
+#[doc(hidden)]
 pub mod gro;
 mod gso;
 pub mod identity;
 pub mod key;
 pub mod link;
 mod memory;
+#[doc(hidden)]
 pub mod pacer;
+#[doc(hidden)]
 pub mod params;
 pub mod path_cache;
 pub mod perf;
 pub mod printable;
 pub mod relay;
+#[doc(hidden)]
 pub mod replay;
 mod shard;
 mod shared;
 mod sockopt;
 pub mod stats;
+#[doc(hidden)]
 pub mod store;
 pub mod stream;
 pub mod transfer;
 pub mod tunnel;
 
+pub use control::CloseCode;
 pub use endpoint::{Endpoint, EndpointConfig, RetryPolicy, DEFAULT_MSS, MAX_UNVALIDATED};
 pub use error::NetError;
 pub use identity::{AuthorizedKeys, KeyPair, KnownServers, PublicKey};

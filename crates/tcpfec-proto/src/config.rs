@@ -231,6 +231,37 @@ pub struct Config {
     /// The path as a previous connection to the same peer saw it: start with Careful
     /// Resume (`crate::resume`). `None`: a normal start.
     pub resume: Option<crate::resume::SavedPath>,
+    /// A congestion controller of the library user's own, used instead of the one the
+    /// scheme names (the scheme's loss recovery and FEC stay). `None`: the scheme's.
+    pub congestion: Option<CongestionFactory>,
+}
+
+/// Builds a congestion controller for each new connection: a library user's own
+/// [`CongestionControl`](crate::cc::CongestionControl) (`examples/custom_congestion.rs`).
+#[derive(Clone)]
+pub struct CongestionFactory(std::sync::Arc<MakeCongestion>);
+
+/// What a [`CongestionFactory`] calls for each connection.
+type MakeCongestion = dyn Fn(&Config) -> Box<dyn crate::cc::CongestionControl> + Send + Sync;
+
+impl CongestionFactory {
+    /// A factory that calls `make` with the connection's configuration.
+    pub fn new(
+        make: impl Fn(&Config) -> Box<dyn crate::cc::CongestionControl> + Send + Sync + 'static,
+    ) -> Self {
+        CongestionFactory(std::sync::Arc::new(make))
+    }
+
+    /// The controller for a connection configured by `cfg`.
+    pub fn build(&self, cfg: &Config) -> Box<dyn crate::cc::CongestionControl> {
+        (self.0)(cfg)
+    }
+}
+
+impl core::fmt::Debug for CongestionFactory {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("CongestionFactory(..)")
+    }
 }
 
 impl Default for Config {
@@ -260,6 +291,7 @@ impl Default for Config {
             target_rate_bps: None,
             max_packet_len: None,
             resume: None,
+            congestion: None,
         }
     }
 }

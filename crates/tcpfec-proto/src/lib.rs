@@ -5,6 +5,8 @@
 //! [`wire::Packet`] values (or raw bytes). The same engine runs in the simulator and over
 //! real UDP.
 
+#![warn(missing_docs)]
+
 pub mod cc;
 pub mod config;
 pub mod connection;
@@ -24,7 +26,9 @@ mod tlp;
 pub mod trace;
 pub mod wire;
 
-pub use config::{Config, FectcpParams, Recovery, Scheme, BASELINE_SCHEMES, FEC_SCHEMES};
+pub use config::{
+    Config, CongestionFactory, FectcpParams, Recovery, Scheme, BASELINE_SCHEMES, FEC_SCHEMES,
+};
 pub use connection::{ConnError, Connection, PeerOpening, State};
 pub use endpoint::Endpoint;
 pub use fectcp::Fectcp;

@@ -13,8 +13,8 @@
 //! confirms the path, as in the RFC.
 //!
 //! The state machine works on any congestion controller: the sender raises the window to
-//! [`CarefulResume::cwnd_floor`], lowers it to [`CarefulResume::cwnd_cap`], and paces at
-//! [`CarefulResume::pacing_rate`] while they are set.
+//! `CarefulResume::cwnd_floor`, lowers it to `CarefulResume::cwnd_cap`, and paces at
+//! `CarefulResume::pacing_rate` while they are set.
 
 use crate::time::Instant;
 use core::time::Duration;

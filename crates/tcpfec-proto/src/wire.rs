@@ -325,6 +325,8 @@ pub struct LossCounters {
     pub congestion_received: u32,
 }
 
+/// One engine packet: the header and its options, and the payload (a segment's data or
+/// a repair symbol). [`Packet::parse`] reads one from bytes, [`Packet::emit`] writes it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Packet {
     /// Connection identifier chosen by the receiver of this packet (for demultiplexing).

@@ -16,6 +16,8 @@
 //! on serde_json's `preserve_order` for the whole program, which would change the key
 //! order of every other JSON line tcpfec prints, and its event model is QUIC's frames.
 
+#![warn(missing_docs)]
+
 mod background;
 pub mod pcap;
 mod read;

@@ -1,6 +1,8 @@
 //! tcpfec-sim: a deterministic discrete-event network simulator that drives the tcpfec
 //! engine. Same scenario and seed ⇒ identical results, bit for bit.
 
+#![warn(missing_docs)]
+
 mod delivery;
 pub mod event;
 pub mod link;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 pub const MAX_SHARDS: usize = 256;
 
 /// Codecs by (data shards, parity shards), so groups of the same shape share one. Only
-/// weak references: the process-wide registry ([`shared_codec`]) decides how long a codec
+/// weak references: the process-wide registry (`shared_codec`) decides how long a codec
 /// (and the decode matrices it caches) lives.
 #[derive(Default)]
 pub struct RsCache {

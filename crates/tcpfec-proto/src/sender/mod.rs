@@ -236,10 +236,13 @@ impl Sender {
     }
 
     fn build(cfg: &Config) -> Self {
-        let mut cc = cfg
-            .scheme
-            .cc
-            .build(cfg.initial_window, cfg.mss, cfg.cc_seed);
+        let mut cc = match &cfg.congestion {
+            Some(own) => own.build(cfg),
+            None => cfg
+                .scheme
+                .cc
+                .build(cfg.initial_window, cfg.mss, cfg.cc_seed),
+        };
         if cfg.scheme.fec.is_some_and(|f| f.stream.is_some()) {
             cc.spare_app_limited_flows();
         }
