@@ -73,6 +73,9 @@ impl Contender {
     }
 }
 
+/// How long a completion run (`--emu-bytes`) may take before it counts as not done.
+pub const COMPLETION_LIMIT: Duration = Duration::from_secs(120);
+
 /// The benchmark's settings.
 pub struct Plan {
     /// Link rate, b/s.

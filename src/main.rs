@@ -16,6 +16,7 @@ mod net_bench;
 mod net_cli;
 mod perf_cli;
 mod soak_bench;
+mod tables_cli;
 mod validate_kernel;
 
 use clap::{Parser, Subcommand};
@@ -140,6 +141,10 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = "man")]
         out: std::path::PathBuf,
     },
+    /// Rewrite the result tables of README.md and docs/ from the committed data in results/
+    /// (the emulator races, the matrices), or with --check only compare them and fail on a
+    /// difference. Run it from the repository's root after measuring anew.
+    Tables(tables_cli::TablesArgs),
     /// A link emulator for any IP traffic (kernel TCP too): two network namespaces joined
     /// by a link with rate, delay, queue and loss, until Ctrl-C. Needs root.
     Emu(emu_cli::EmuArgs),
@@ -415,6 +420,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Man { out } => manpages::write_all(&Cli::command(), &out),
+        Command::Tables(a) => tables_cli::run(&a),
         Command::Bench {
             what: BenchWhat::Net(a),
         } => net_bench::run(a),

@@ -420,7 +420,7 @@ pub fn run(a: NetBenchArgs) -> Result<(), String> {
             bytes: a.emu_bytes,
             seed: a.seed,
             queue: a.queue.map(|q| q as usize),
-            limit: Duration::from_secs(120),
+            limit: crate::emu_bench::COMPLETION_LIMIT,
             contenders: crate::emu_bench::contenders(a.schemes.as_deref(), a.kernel.as_deref())?,
             json: a.json,
             against: a.against.clone(),

@@ -76,34 +76,81 @@ pub fn rows(
     out
 }
 
+/// How the compared scheme stands over all points: how many it wins, how many it keeps
+/// within 0.95 and 0.8 of the best other scheme, and its worst point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Points compared.
+    pub points: usize,
+    /// Points where the ratio is at least 1 (the compared scheme is best).
+    pub best: usize,
+    /// Points with a ratio of at least 0.95.
+    pub within_95: usize,
+    /// Points with a ratio of at least 0.8.
+    pub within_80: usize,
+    /// The point with the lowest ratio.
+    pub worst: Row,
+}
+
+/// The [`Summary`] of `rows`; `None` if there are none.
+pub fn summarize(rows: &[Row]) -> Option<Summary> {
+    let at_least = |t: f64| rows.iter().filter(|r| r.ratio >= t).count();
+    let worst = rows.iter().min_by(|a, b| a.ratio.total_cmp(&b.ratio))?;
+    Some(Summary {
+        points: rows.len(),
+        best: at_least(1.0),
+        within_95: at_least(0.95),
+        within_80: at_least(0.8),
+        worst: worst.clone(),
+    })
+}
+
+/// Reads the rows back from the CSV [`section`] writes (`compare.csv`).
+pub fn read_csv(text: &str) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let c = crate::output::csv_cells(line);
+        let num = |k: usize| -> Result<f64, String> {
+            c.get(k)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("line {}: column {} is not a number", i + 1, k + 1))
+        };
+        let text = |k: usize| c.get(k).cloned().unwrap_or_default();
+        rows.push(Row {
+            figure: text(0),
+            x: text(1),
+            value: num(2)?,
+            best: text(3),
+            best_value: num(4)?,
+            ratio: num(5)?,
+        });
+    }
+    Ok(rows)
+}
+
 /// Markdown: a summary against the two thresholds, then every row; and the same rows as
 /// CSV.
 pub fn section(compared: &str, rows: &[Row]) -> (String, String) {
     let mut md = format!("## `{compared}` against the best other scheme\n\n");
     let mut csv = String::from("figure,x,value,best,best_value,ratio\n");
-    if rows.is_empty() {
+    let Some(s) = summarize(rows) else {
         md.push_str("No point was compared.\n\n");
         return (md, csv);
-    }
-    let n = rows.len();
-    let at_least = |t: f64| rows.iter().filter(|r| r.ratio >= t).count();
-    let worst = rows
-        .iter()
-        .min_by(|a, b| a.ratio.total_cmp(&b.ratio))
-        .expect("rows is not empty");
+    };
+    let n = s.points;
     let _ = writeln!(
         md,
         "{n} points. Ratio ≥ 1 (best): {}; ≥ 0.95: {} ({:.0} %); ≥ 0.8: {} ({:.0} %). \
          Lowest: {:.3} in `{}` at {} (best there: `{}`).\n",
-        at_least(1.0),
-        at_least(0.95),
-        100.0 * at_least(0.95) as f64 / n as f64,
-        at_least(0.8),
-        100.0 * at_least(0.8) as f64 / n as f64,
-        worst.ratio,
-        worst.figure,
-        worst.x,
-        worst.best
+        s.best,
+        s.within_95,
+        100.0 * s.within_95 as f64 / n as f64,
+        s.within_80,
+        100.0 * s.within_80 as f64 / n as f64,
+        s.worst.ratio,
+        s.worst.figure,
+        s.worst.x,
+        s.worst.best
     );
     md.push_str(
         "| figure | x | value | best other | its value | ratio |\n|---|---|---|---|---|---|\n",
@@ -184,8 +231,11 @@ mod tests {
             best_value: 2.0,
             ratio: 0.5,
         };
-        let (_, csv) = section("auto", &[row]);
+        let (_, csv) = section("auto", std::slice::from_ref(&row));
         let line = csv.lines().nth(1).unwrap();
         assert_eq!(line, "f,\"0.005051,0.500000,0,1\",1,bbr,2,0.5");
+        // And it reads back as the same row.
+        assert_eq!(read_csv(&csv).unwrap(), vec![row]);
+        assert!(read_csv("figure,x,value,best,best_value,ratio\nf,1%,x,bbr,2,0.5\n").is_err());
     }
 }

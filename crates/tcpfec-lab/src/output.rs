@@ -165,7 +165,7 @@ fn csv_cell(v: &Value) -> String {
 }
 
 /// Splits one line of `results.csv` into cells (a quoted cell may hold commas and `""`).
-fn csv_cells(line: &str) -> Vec<String> {
+pub(crate) fn csv_cells(line: &str) -> Vec<String> {
     let mut cells = vec![String::new()];
     let mut quoted = false;
     let mut chars = line.chars().peekable();
