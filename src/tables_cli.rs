@@ -131,9 +131,10 @@ fn table(kind: &str, files: &[PathBuf]) -> Result<String, String> {
         "emu-against" => emu_against(&records(one()?, "emu-against")?),
         "emu-headline" => emu_headline(one()?),
         "loopback" => loopback(&records(one()?, "loopback")?),
+        "relay" => relay(&records(one()?, "relay")?),
         "loopback-2proc" => loopback_2proc(&records(one()?, "loopback-2proc")?),
         _ => Err(format!(
-            "unknown kind `{kind}` (compare-summary, emu-completion, emu-delay, emu-against, emu-headline, loopback, loopback-2proc)"
+            "unknown kind `{kind}` (compare-summary, emu-completion, emu-delay, emu-against, emu-headline, loopback, loopback-2proc, relay)"
         )),
     }
 }
@@ -338,6 +339,50 @@ fn grouped<'a>(rs: &'a [Value], key: &dyn Fn(&Value) -> String) -> Vec<(String, 
         }
     }
     g
+}
+
+/// Goodput through the relay (`bench net --relay-only`): one row per loss condition, a
+/// column per scheme in the order measured, and the first scheme's share of the
+/// capacity left by the loss, C·(1−p), where C is the best loss-free goodput measured.
+fn relay(rs: &[Value]) -> Result<String, String> {
+    let goodput = |r: &Value| r["goodput_mbps"].as_f64().unwrap_or(0.0);
+    let capacity = rs
+        .iter()
+        .filter(|r| r["loss"].as_f64() == Some(0.0))
+        .map(goodput)
+        .fold(0.0, f64::max);
+    let scheme = |r: &Value| r["scheme"].as_str().unwrap_or("?").to_string();
+    let schemes: Vec<String> = grouped(rs, &scheme).into_iter().map(|g| g.0).collect();
+    let mut t = format!("| loss | `{}` Mb/s | its share of C·(1−p) |", schemes[0]);
+    for s in &schemes[1..] {
+        let _ = write!(t, " `{s}` Mb/s |");
+    }
+    t.push('\n');
+    t.push_str(&"|---".repeat(schemes.len() + 2));
+    t.push_str("|\n");
+    for (loss, runs) in grouped(rs, &loss_label) {
+        let mbps = |s: &str| {
+            runs.iter()
+                .find(|r| r["scheme"] == s)
+                .map_or("–".into(), |r| {
+                    format!("{:.2}", r["goodput_mbps"].as_f64().unwrap_or(0.0))
+                })
+        };
+        let share = runs
+            .iter()
+            .find(|r| r["scheme"] == schemes[0].as_str())
+            .filter(|_| capacity > 0.0)
+            .map_or("–".into(), |r| {
+                let p = r["loss"].as_f64().unwrap_or(0.0);
+                format!("{:.3}", goodput(r) / (capacity * (1.0 - p)))
+            });
+        let _ = write!(t, "| {loss} | {} | {share} |", mbps(&schemes[0]));
+        for s in &schemes[1..] {
+            let _ = write!(t, " {} |", mbps(s));
+        }
+        t.push('\n');
+    }
+    Ok(t)
 }
 
 /// In-process loopback transfers (`bench net --loopback-only`): rate and CPU per byte,

@@ -6,6 +6,32 @@
 //! packet is sealed with AEAD under an explicit packet number and checked against a replay
 //! window. On top: file transfer ([`transfer`]), port forwarding ([`tunnel`]) and an
 //! impairment relay ([`relay`]). `docs/reference/wire.md` describes the formats.
+//!
+//! ```
+//! use tcpfec_net::{Endpoint, EndpointConfig, Psk};
+//! use tcpfec_proto::Scheme;
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+//! rt.block_on(async {
+//!     let config = EndpointConfig::new(Some(Psk::generate()), Scheme::parse("auto")?);
+//!     let server = Endpoint::server("127.0.0.1:0".parse()?, config.clone(), 1).await?;
+//!     let addr = server.local_addr()?;
+//!     tokio::spawn(async move {
+//!         let mut stream = server.accept().await.unwrap();
+//!         let mut text = String::new();
+//!         stream.read_to_string(&mut text).await.unwrap();
+//!         assert_eq!(text, "hello");
+//!     });
+//!     let client = Endpoint::client(config).await?;
+//!     let mut stream = client.connect(addr).await?;
+//!     stream.write_all(b"hello").await?;
+//!     stream.shutdown().await?;
+//!     Ok(())
+//! })
+//! # }
+//! ```
 
 #![warn(missing_docs)]
 
