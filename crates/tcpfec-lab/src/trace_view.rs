@@ -104,10 +104,14 @@ pub fn read(path: &Path, interval_s: f64) -> Result<TraceSummary, String> {
                 if d["tcpfec"]["kind"] == "data" {
                     s.received.extend(seg.map(|g| (t, g)));
                 }
+                // The cumulative ACK is the range that starts at segment 0; an ACK that
+                // carries only SACK blocks acknowledges nothing cumulatively.
                 let ack = d["frames"]
                     .as_array()
                     .and_then(|f| f.iter().find(|f| f["frame_type"] == "ack"))
-                    .and_then(|a| a["acked_ranges"][0][1].as_f64());
+                    .map(|a| &a["acked_ranges"][0])
+                    .filter(|r| r[0] == 0)
+                    .and_then(|r| r[1].as_f64());
                 s.acked.extend(ack.map(|a| (t, a + 1.0)));
             }
             "recovery:packet_lost" => {
@@ -213,6 +217,8 @@ mod tests {
             rec(r#"{"time":20.0,"name":"recovery:metrics_updated","data":{"smoothed_rtt":40.5}}"#),
             rec(r#"{"time":1500.0,"name":"recovery:packet_lost","data":{"header":{"packet_number":0}}}"#),
             rec(r#"{"time":1600.0,"name":"transport:packet_received","data":{"header":{"packet_number":0},"raw":{"length":40},"frames":[{"frame_type":"ack","acked_ranges":[[0,0]]}],"tcpfec":{"kind":"ack"}}}"#),
+            // SACK blocks alone: nothing more is acknowledged cumulatively.
+            rec(r#"{"time":1700.0,"name":"transport:packet_received","data":{"header":{"packet_number":0},"raw":{"length":40},"frames":[{"frame_type":"ack","acked_ranges":[[5,9]]}],"tcpfec":{"kind":"ack"}}}"#),
         ]
         .concat();
         std::fs::write(&f, file).unwrap();
