@@ -681,7 +681,8 @@ impl<'a> Simulator<'a> {
         match l.offer(self.now, p.size) {
             Offer::Arrives(t) => {
                 let node = l.to;
-                self.queue.push(t, EventKind::Arrive { node, packet: slot });
+                self.queue
+                    .push_in_lane(link, t, EventKind::Arrive { node, packet: slot });
             }
             Offer::QueueDrop | Offer::Lost => {
                 if p.data {
