@@ -464,26 +464,19 @@ fn emu_headline(dir: &Path) -> Result<String, String> {
         if rs.is_empty() {
             return "—".into();
         }
-        let mut conditions: Vec<(String, Vec<String>)> = Vec::new();
-        for r in rs {
-            let l = loss_label(r);
-            match conditions.iter_mut().find(|c| c.0 == l) {
-                Some(c) => c.1.push(cell(r)),
-                None => conditions.push((l, vec![cell(r)])),
-            }
-        }
-        let v: Vec<String> = conditions.into_iter().map(|(_, runs)| span(runs)).collect();
+        let v: Vec<String> = grouped(rs, &loss_label)
+            .into_iter()
+            .map(|(_, runs)| span(runs.into_iter().map(cell).collect()))
+            .collect();
         format!("{}{unit}", v.join(" / "))
     };
     let losses = |rs: &[Value]| -> String {
-        let mut seen: Vec<String> = Vec::new();
-        for r in rs.iter().filter(|r| r["transport"] == "tcpfec auto") {
-            let l = loss_label(r);
-            if !seen.contains(&l) {
-                seen.push(l);
-            }
-        }
-        seen.join(" / ")
+        let ours = of(rs, "tcpfec auto");
+        let labels: Vec<String> = grouped(&ours, &loss_label)
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect();
+        labels.join(" / ")
     };
     let rtt = |rs: &[Value]| rs[0]["rtt_ms"].as_f64().unwrap_or(0.0);
     let mut t = String::from(
