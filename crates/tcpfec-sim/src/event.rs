@@ -113,11 +113,11 @@ impl EventQueue {
         });
     }
 
-    /// Schedules `kind` at `time` from source `lane` (a link), whose events usually come
-    /// in time order. One earlier than the lane's last (or not an arrival) goes into the
-    /// heap by itself, so the order stays exact whatever the source does.
+    /// Schedules packet `packet`'s arrival at node `node` at `time`, sent by link `lane`,
+    /// whose arrivals usually come in time order. One earlier than the lane's last goes
+    /// into the heap by itself, so the order stays exact whatever the link does.
     #[inline]
-    pub fn push_in_lane(&mut self, lane: u32, time: u64, kind: EventKind) {
+    pub fn push_arrival(&mut self, lane: u32, time: u64, node: u32, packet: u32) {
         let i = lane as usize;
         if i >= self.lanes.len() {
             self.lanes.resize_with(i + 1, Lane::default);
@@ -128,10 +128,10 @@ impl EventQueue {
         let mut e = Entry {
             time,
             seq,
-            kind,
+            kind: EventKind::Arrive { node, packet },
             lane: NO_LANE,
         };
-        if let (true, EventKind::Arrive { node, packet }) = (time >= l.last, kind) {
+        if time >= l.last {
             l.last = time;
             if l.in_heap {
                 l.waiting.push_back(Waiting {
@@ -223,17 +223,10 @@ mod tests {
         let (mut out_plain, mut out_laned) = (Vec::new(), Vec::new());
         for i in 0..20_000u32 {
             let r = next();
-            let kind = if r % 7 == 0 {
-                EventKind::Timer { endpoint: i }
-            } else {
-                EventKind::Arrive {
-                    node: (r % 5) as u32,
-                    packet: i,
-                }
-            };
             if r % 3 == 0 {
                 // A timer anywhere ahead.
                 let t = lane_time[0] + r % 1000;
+                let kind = EventKind::Timer { endpoint: i };
                 plain.push(t, kind);
                 laned.push(t, kind);
             } else {
@@ -245,8 +238,9 @@ mod tests {
                     lane_time[lane] + r % 30
                 };
                 lane_time[lane] = lane_time[lane].max(t);
-                plain.push(t, kind);
-                laned.push_in_lane(lane as u32, t, kind);
+                let node = (r % 5) as u32;
+                plain.push(t, EventKind::Arrive { node, packet: i });
+                laned.push_arrival(lane as u32, t, node, i);
             }
             assert_eq!(plain.len(), laned.len());
             if r % 5 < 2 {

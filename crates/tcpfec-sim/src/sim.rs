@@ -681,8 +681,7 @@ impl<'a> Simulator<'a> {
         match l.offer(self.now, p.size) {
             Offer::Arrives(t) => {
                 let node = l.to;
-                self.queue
-                    .push_in_lane(link, t, EventKind::Arrive { node, packet: slot });
+                self.queue.push_arrival(link, t, node, slot);
             }
             Offer::QueueDrop | Offer::Lost => {
                 if p.data {
