@@ -9,7 +9,8 @@
 //! every lane is sorted and its first event is in the heap.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use crate::heap::MinHeap;
+use std::collections::VecDeque;
 
 /// What happens when an event fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,8 +79,7 @@ struct Lane {
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
-        // Reversed: BinaryHeap is a max-heap and we want the earliest first.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        (self.time, self.seq).cmp(&(other.time, other.seq))
     }
 }
 
@@ -92,7 +92,7 @@ impl PartialOrd for Entry {
 /// Pending events in time order with a stable tie-break.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    heap: MinHeap<Entry>,
     lanes: Vec<Lane>,
     /// Events waiting in lanes (not in the heap).
     waiting: usize,
@@ -150,27 +150,30 @@ impl EventQueue {
     }
 
     /// Removes and returns the earliest event.
+    ///
+    /// When it is a lane's first event and the lane has another, that one takes its place
+    /// at the top of the heap and sinks once, instead of a pop and a push.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, EventKind)> {
-        let e = self.heap.pop()?;
+        let e = *self.heap.peek()?;
         if e.lane != NO_LANE {
             let l = &mut self.lanes[e.lane as usize];
-            match l.waiting.pop_front() {
-                Some(w) => {
-                    self.waiting -= 1;
-                    self.heap.push(Entry {
-                        time: w.time,
-                        seq: w.seq,
-                        kind: EventKind::Arrive {
-                            node: w.node,
-                            packet: w.packet,
-                        },
-                        lane: e.lane,
-                    });
-                }
-                None => l.in_heap = false,
+            if let Some(w) = l.waiting.pop_front() {
+                self.waiting -= 1;
+                self.heap.replace_top(Entry {
+                    time: w.time,
+                    seq: w.seq,
+                    kind: EventKind::Arrive {
+                        node: w.node,
+                        packet: w.packet,
+                    },
+                    lane: e.lane,
+                });
+                return Some((e.time, e.kind));
             }
+            l.in_heap = false;
         }
+        self.heap.pop();
         Some((e.time, e.kind))
     }
 
@@ -181,7 +184,7 @@ impl EventQueue {
 
     /// True if nothing is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.len() == 0
     }
 }
 

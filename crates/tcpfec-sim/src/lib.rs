@@ -5,6 +5,7 @@
 
 mod delivery;
 pub mod event;
+mod heap;
 pub mod link;
 pub mod metrics;
 pub mod models;

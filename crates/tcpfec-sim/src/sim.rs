@@ -118,8 +118,11 @@ fn capture(
     }
 }
 
-struct SimPacket {
-    packet: Packet,
+/// What the network needs to know of a packet in flight. It is kept apart from the
+/// packet itself (256 bytes), which only its receiver reads: links and routers touch
+/// these 20 bytes, and the packet is copied once into the store and once out.
+#[derive(Clone, Copy)]
+struct PacketMeta {
     size: u32,
     dst_node: u32,
     dst_endpoint: u32,
@@ -220,7 +223,9 @@ struct Simulator<'a> {
     window: (u64, u64),
     queue: EventQueue,
     net: Network,
-    packets: Vec<Option<SimPacket>>,
+    /// Packets in flight by slot, with their [`PacketMeta`] at the same index.
+    packets: Vec<Option<Packet>>,
+    meta: Vec<PacketMeta>,
     free_slots: Vec<u32>,
     endpoints: Vec<Endpoint>,
     flows: Vec<FlowState>,
@@ -294,6 +299,7 @@ impl<'a> Simulator<'a> {
             queue,
             net,
             packets: Vec::new(),
+            meta: Vec::new(),
             free_slots: Vec::new(),
             endpoints,
             flows,
@@ -374,36 +380,26 @@ impl<'a> Simulator<'a> {
     }
 
     fn on_arrive(&mut self, node: u32, slot: u32) {
+        let m = self.meta[slot as usize];
         if self.net.is_host(node) {
-            let p = self.packets[slot as usize].take().expect("live packet");
+            let packet = self.packets[slot as usize].take().expect("live packet");
             self.free_slots.push(slot);
-            if p.data && self.in_window() {
-                self.flows[p.flow as usize].wire_bytes_in_window += p.size as u64;
+            if m.data && self.in_window() {
+                self.flows[m.flow as usize].wire_bytes_in_window += m.size as u64;
             }
-            let ep = p.dst_endpoint;
+            let ep = m.dst_endpoint;
             let peer_node = self.endpoints[ep as usize ^ 1].node;
             let e = &mut self.endpoints[ep as usize];
             if let Some(t) = &mut e.tracer {
-                t.received(Duration::from_nanos(self.now), &p.packet, p.size as usize);
+                t.received(Duration::from_nanos(self.now), &packet, m.size as usize);
             }
             if let Some(pcap) = &mut e.pcap {
-                capture(
-                    pcap,
-                    self.now,
-                    (e.node, peer_node),
-                    e.flow,
-                    false,
-                    &p.packet,
-                );
+                capture(pcap, self.now, (e.node, peer_node), e.flow, false, &packet);
             }
-            e.conn.handle_packet(Instant(self.now), p.packet);
+            e.conn.handle_packet(Instant(self.now), packet);
             self.service(ep);
         } else {
-            let dst = self.packets[slot as usize]
-                .as_ref()
-                .expect("live packet")
-                .dst_node;
-            let link = self.net.route(node, dst);
+            let link = self.net.route(node, m.dst_node);
             self.offer(link, slot);
         }
     }
@@ -479,14 +475,16 @@ impl<'a> Simulator<'a> {
                     &packet,
                 );
             }
-            let slot = self.alloc(SimPacket {
+            let slot = self.alloc(
                 packet,
-                size,
-                dst_node: peer_node,
-                dst_endpoint: peer,
-                flow: flow as u32,
-                data,
-            });
+                PacketMeta {
+                    size,
+                    dst_node: peer_node,
+                    dst_endpoint: peer,
+                    flow: flow as u32,
+                    data,
+                },
+            );
             let link = self.net.route(node, peer_node);
             self.offer(link, slot);
         }
@@ -662,14 +660,17 @@ impl<'a> Simulator<'a> {
         }
     }
 
-    fn alloc(&mut self, p: SimPacket) -> u32 {
+    /// Stores a packet in flight; returns its slot.
+    fn alloc(&mut self, packet: Packet, meta: PacketMeta) -> u32 {
         match self.free_slots.pop() {
             Some(s) => {
-                self.packets[s as usize] = Some(p);
+                self.packets[s as usize] = Some(packet);
+                self.meta[s as usize] = meta;
                 s
             }
             None => {
-                self.packets.push(Some(p));
+                self.packets.push(Some(packet));
+                self.meta.push(meta);
                 (self.packets.len() - 1) as u32
             }
         }
@@ -677,15 +678,15 @@ impl<'a> Simulator<'a> {
 
     fn offer(&mut self, link: u32, slot: u32) {
         let l = &mut self.net.links[link as usize];
-        let p = self.packets[slot as usize].as_ref().expect("live packet");
-        match l.offer(self.now, p.size) {
+        let m = self.meta[slot as usize];
+        match l.offer(self.now, m.size) {
             Offer::Arrives(t) => {
                 let node = l.to;
                 self.queue.push_arrival(link, t, node, slot);
             }
             Offer::QueueDrop | Offer::Lost => {
-                if p.data {
-                    self.flows[p.flow as usize].data_dropped += 1;
+                if m.data {
+                    self.flows[m.flow as usize].data_dropped += 1;
                 }
                 self.packets[slot as usize] = None;
                 self.free_slots.push(slot);
