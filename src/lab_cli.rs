@@ -91,6 +91,11 @@ pub struct SimArgs {
     /// queue overflows: on or off [default: off].
     #[arg(long, allow_hyphen_values = true)]
     hystart: Option<String>,
+    /// SACK loss recovery by Proportional Rate Reduction (RFC 6937, as Linux runs it):
+    /// each ACK in recovery releases a share of what it delivered, instead of sending
+    /// whenever the flight is below the window: on or off [default: off].
+    #[arg(long, allow_hyphen_values = true)]
+    prr: Option<String>,
     /// Bytes every packet occupies on a link beyond the simulated 40-byte header and the
     /// payload: 12 models Linux TCP's timestamp option, 57 tcpfec over UDP/IPv4 (IP and
     /// UDP headers, envelope, AEAD tag) [default: 0].
@@ -225,6 +230,7 @@ impl SimArgs {
             ("byte-counting", &self.byte_counting),
             ("rack", &self.rack),
             ("hystart", &self.hystart),
+            ("prr", &self.prr),
             ("encapsulation", &self.encapsulation),
             ("initial-window", &self.initial_window),
             ("min-rto", &self.min_rto),

@@ -191,6 +191,13 @@ pub struct Config {
     /// the queue overflows; other controllers ignore it. Off by default (RFC 9438's plain
     /// slow start).
     pub hystart: bool,
+    /// Loss recovery sends by Proportional Rate Reduction (RFC 6937, as Linux runs it):
+    /// in SACK recovery each ACK releases a share of what it delivered, so the flight
+    /// falls smoothly to the slow-start threshold, instead of RFC 6675's rule (send
+    /// while the flight is below the window), which after a slow-start overshoot stops
+    /// sending until the flight has fallen by half and then sends two segments per ACK
+    /// into the queue. Off by default (ns-2's rules).
+    pub prr: bool,
     /// A timeout whose retransmission was itself lost (the timer had backed off: an
     /// outage) keeps the slow-start threshold and what a path model saved, as RFC 5681
     /// §3.1 and Linux hold them, so the flow regrows towards its old window once the path
@@ -278,6 +285,7 @@ impl Default for Config {
             byte_counting: false,
             rack: false,
             hystart: false,
+            prr: false,
             hold_on_repeated_timeout: false,
             trace: false,
             recv_window: 64 << 20,

@@ -8,8 +8,8 @@
 //! packets in flight, and each pop is that much cheaper; the order is the same, since
 //! every lane is sorted and its first event is in the heap.
 
-use std::cmp::Ordering;
 use crate::heap::MinHeap;
+use std::cmp::Ordering;
 use std::collections::VecDeque;
 
 /// What happens when an event fires.

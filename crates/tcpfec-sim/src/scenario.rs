@@ -188,6 +188,8 @@ pub struct Scenario {
     pub rack: bool,
     /// CUBIC leaves slow start by Linux's HyStart (`Config::hystart`).
     pub hystart: bool,
+    /// SACK recovery sends by Proportional Rate Reduction (`Config::prr`, as Linux does).
+    pub prr: bool,
     /// Initial window, segments.
     pub initial_window: u32,
     /// Minimum RTO.
@@ -273,6 +275,7 @@ impl Default for Scenario {
             byte_counting: false,
             rack: false,
             hystart: false,
+            prr: false,
             initial_window: 2,
             min_rto: Duration::from_millis(200),
             duration: Duration::from_secs(220),
@@ -483,6 +486,7 @@ impl Scenario {
             byte_counting: self.byte_counting,
             rack: self.rack,
             hystart: self.hystart,
+            prr: self.prr,
             scheme: self.scheme.clone(),
             // Large enough never to limit a simulated flow; payloads are shared, not copied.
             send_buffer: 64 << 20,

@@ -1,6 +1,7 @@
-//! The three settings that make a simulated sender grow and recover as Linux's does
+//! The settings that make a simulated sender grow and recover as Linux's does
 //! (`tcpfec validate --set kernel` uses them): byte counting, RACK's rule for lost
-//! retransmissions, and HyStart. Each is measured against the same run without it.
+//! retransmissions, HyStart and Proportional Rate Reduction. Each is measured against
+//! the same run without it.
 
 use core::time::Duration;
 use tcpfec_proto::Scheme;
@@ -124,4 +125,29 @@ fn hystart_leaves_slow_start_before_the_queue_overflows() {
         ..base
     });
     assert_eq!(seconds(&sack), seconds(&sack_hystart));
+}
+
+#[test]
+fn prr_recovers_a_slow_start_overshoot_in_one_episode() {
+    // Slow start overflows a half-BDP queue (RTT 50 ms, 104 packets), as Linux's Reno did
+    // at the kernel reference's point 4 (10 MB in 1.87 s there). RFC 6675's rule sends
+    // nothing until the flight has halved, then two segments per ACK into the drained
+    // queue, which overflows again: a second recovery from a halved window.
+    let base = Scenario {
+        delayed_ack: true,
+        byte_counting: true,
+        rack: true,
+        ..transfer("sack", 25, 104, 10_000_000)
+    };
+    let pipe_rule = run(&base);
+    let prr = run(&Scenario { prr: true, ..base });
+    assert_eq!(pipe_rule.fast_recoveries, 2);
+    assert_eq!(prr.fast_recoveries, 1);
+    assert_eq!(prr.timeouts, 0);
+    assert!(
+        seconds(&prr) < 0.85 * seconds(&pipe_rule),
+        "{} s with PRR, {} s without",
+        seconds(&prr),
+        seconds(&pipe_rule)
+    );
 }

@@ -28,6 +28,7 @@ use std::collections::VecDeque;
 
 mod careful_resume;
 mod fec_out;
+mod prr;
 mod recovery;
 mod timers;
 mod transmit;
@@ -174,6 +175,10 @@ pub(crate) struct Sender {
     rack_in_recovery: bool,
     /// `Config::hystart`: the controller hears every ACK's RTT sample.
     hystart: bool,
+    /// `Config::prr`: SACK recovery sends by Proportional Rate Reduction.
+    prr_enabled: bool,
+    /// The reduction in progress, while in SACK recovery with PRR.
+    prr: Option<prr::Prr>,
     /// `Config::hold_on_repeated_timeout`.
     hold_on_repeated_timeout: bool,
     /// Retransmissions, for a trace (`Config::trace`).
@@ -310,6 +315,8 @@ impl Sender {
             rack: cfg.rack || models_path,
             rack_in_recovery: cfg.rack && cfg.scheme.fec.is_none(),
             hystart: cfg.hystart,
+            prr_enabled: cfg.prr,
+            prr: None,
             hold_on_repeated_timeout: cfg.hold_on_repeated_timeout,
             trace: crate::trace::TraceLog::new(cfg.trace),
             rtt_this_ack: None,

@@ -2,6 +2,7 @@
 //! rule for retransmissions), loss recovery (Tahoe, Reno, NewReno, SACK) and the
 //! congestion responses to losses and ECN marks, including those FEC repaired.
 
+use super::prr::{Prr, PrrAck};
 use super::{AckInfo, Sender};
 use crate::cc::{AckEvent, CongestionReport};
 use crate::config::Recovery;
@@ -44,6 +45,9 @@ impl Sender {
         }
         if self.sack && !self.in_recovery && self.sb.una_is_lost() && self.may_enter_recovery() {
             self.enter_recovery(now);
+        }
+        if self.in_recovery {
+            self.reduce_proportionally(a.ack > una, delivered_before, lost_before);
         }
         if a.ece {
             self.on_ece(now);
@@ -124,7 +128,13 @@ impl Sender {
         if self.in_recovery {
             if self.recover.is_some_and(|r| a.ack > r) {
                 self.in_recovery = false;
-                self.cc.on_recovery_end(self.sb.outstanding());
+                if self.prr.take().is_some() {
+                    // Linux ends a reduction at ssthresh (`tcp_end_cwnd_reduction`).
+                    let ss = self.cc.ssthresh();
+                    self.cc.set_cwnd(ss);
+                } else {
+                    self.cc.on_recovery_end(self.sb.outstanding());
+                }
             } else {
                 match self.recovery {
                     Recovery::NewReno => {
@@ -187,6 +197,7 @@ impl Sender {
         self.fast_recoveries += 1;
         self.on_unrepaired_loss(now);
         self.recover = Some(self.sb.nxt() - 1);
+        let prior_cwnd = self.cc.cwnd();
         self.reduce_for_loss(now);
         // Restart the retransmission timer with the fast retransmission (as ns-2 and Linux
         // do): when the RTO hugs a very stable RTT, the timer armed by the last new ACK
@@ -209,8 +220,31 @@ impl Sender {
                 self.sb.mark_lost(una);
                 self.force_retransmit = true;
                 self.in_recovery = true;
+                if self.prr_enabled && !self.models_path {
+                    self.prr = Some(Prr::start(prior_cwnd, self.data_packets_sent));
+                }
             }
         }
+    }
+
+    /// With PRR, sets the window for what this ACK in recovery may release
+    /// (`sender/prr.rs`). `advanced`: it moved the cumulative ACK.
+    fn reduce_proportionally(&mut self, advanced: bool, delivered_before: u64, lost_before: u64) {
+        if self.prr.is_none() {
+            return;
+        }
+        let mss = self.mss as u64;
+        let delivered = self.sb.rate.delivered() - delivered_before;
+        let newly_lost = self.sb.rate.lost() > lost_before;
+        let ack = PrrAck {
+            newly_delivered: delivered.div_ceil(mss),
+            pipe: self.pipe() as u64,
+            ssthresh: self.cc.ssthresh(),
+            sent: self.data_packets_sent,
+            clean_advance: advanced && !newly_lost,
+        };
+        let w = self.prr.as_mut().expect("checked above").window(ack);
+        self.cc.set_cwnd(w);
     }
 
     /// The multiplicative decrease of a loss episode. If an ECN reduction already cut the

@@ -159,6 +159,7 @@ impl Sender {
         self.repairs_in_flight.clear();
         self.repairs_left = 0;
         self.in_recovery = false;
+        self.prr = None;
         self.dupacks = 0;
         self.recover = Some(self.sb.nxt() - 1);
         self.arm_rto(now);
