@@ -92,3 +92,34 @@ fn auto_shares_a_shallow_bottleneck_with_cubic() {
         assert!(greedy > 2.0, "without the cap at {bdps} BDP: {greedy:.2}");
     }
 }
+
+#[test]
+fn alone_on_a_shallow_path_auto_cruises_at_the_link_without_bbr_v3s_headroom() {
+    // 100 Mb/s, RTT 200 ms, a 50-packet buffer (1.5 % of the BDP), no random loss: every
+    // bandwidth probe overflows the queue and sets `inflight_hi` near the path's BDP.
+    // BBR v3 then cruises 15 % below it; under `auto`'s congestion cap it need not
+    // (the cap makes room when another flow arrives). `auto-greedy` keeps the headroom.
+    let goodput = |scheme: &str, seed: u64| {
+        run(&Scenario {
+            scheme: Scheme::parse(scheme).unwrap(),
+            bottleneck_bps: 100_000_000,
+            access_delay: (Duration::from_millis(1), Duration::from_millis(1)),
+            delay: Duration::from_millis(100),
+            buffer: 50,
+            loss: LossSpec::None,
+            seed,
+            duration: Duration::from_secs(60),
+            window: (Duration::from_secs(20), Duration::from_secs(60)),
+            ..Scenario::default()
+        })
+        .goodput_mbps
+    };
+    for seed in 1..=2 {
+        let (capped, greedy) = (goodput("auto", seed), goodput("auto-greedy", seed));
+        assert!(capped > 90.0, "auto, seed {seed}: {capped:.1} Mb/s");
+        assert!(
+            capped > 1.05 * greedy,
+            "seed {seed}: auto {capped:.1} Mb/s, auto-greedy {greedy:.1}"
+        );
+    }
+}

@@ -136,6 +136,9 @@ pub struct Bbr {
     /// Skip ProbeRTT while the application limits the sender
     /// (`CongestionControl::spare_app_limited_flows`).
     spare_app_limited: bool,
+    /// Share of `inflight_hi` left free while cruising ([`HEADROOM`], or none under a
+    /// congestion cap: `CongestionControl::leave_headroom_to_cap`).
+    headroom: f64,
     prior_cwnd: f64,
     recovery: RecoveryState,
     rng: u64,
@@ -196,6 +199,7 @@ impl Bbr {
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             spare_app_limited: false,
+            headroom: HEADROOM,
             prior_cwnd: 0.0,
             recovery: RecoveryState::default(),
             rng: seed ^ 0x9e37_79b9_7f4a_7c15,
@@ -336,7 +340,7 @@ impl Bbr {
         if self.inflight_hi.is_infinite() {
             return f64::INFINITY;
         }
-        let headroom = self.mss.max(HEADROOM * self.inflight_hi);
+        let headroom = self.mss.max(self.headroom * self.inflight_hi);
         (self.inflight_hi - headroom).max(self.min_pipe_cwnd())
     }
 
@@ -842,6 +846,9 @@ impl CongestionControl for Bbr {
     }
     fn spare_app_limited_flows(&mut self) {
         self.spare_app_limited = true;
+    }
+    fn leave_headroom_to_cap(&mut self) {
+        self.headroom = 0.0;
     }
     fn on_ack_event(&mut self, now: Instant, ev: &AckEvent) {
         if let Some(w) = self.recovery.on_ack(ev, self.mss) {

@@ -167,6 +167,12 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     /// streams are meant to arrive on time; the `bbr` and `bbr1` schemes keep Linux's
     /// behaviour.
     fn spare_app_limited_flows(&mut self) {}
+    /// A congestion cap (`CongestionCap`) answers losses at a full queue for this flow, so
+    /// BBR v3 need not also leave 15 % of `inflight_hi` free while cruising. That
+    /// headroom is there for other flows to enter; the cap makes room for them when
+    /// their arrival overflows the queue. In a buffer far below the BDP the headroom
+    /// alone held `auto` at 85 % of the link. Only BBR v3 has one.
+    fn leave_headroom_to_cap(&mut self) {}
     /// Leave slow start by HyStart, as Linux's CUBIC does (`Config::hystart`); only
     /// controllers that have it (CUBIC) act on this.
     fn enable_hystart(&mut self) {}

@@ -258,6 +258,16 @@ impl Sender {
         let event_driven = cc.wants_ack_events();
         // A window controller already reduces for the congestion losses reported.
         let models_path = cc.models_path();
+        let congestion_cap = cfg
+            .scheme
+            .fec
+            .and_then(|f| f.adaptive)
+            .is_some_and(|a| matches!(a, Adaptive::Auto(p) if p.yield_to_congestion))
+            .then(CongestionCap::default)
+            .filter(|_| models_path);
+        if congestion_cap.is_some() {
+            cc.leave_headroom_to_cap();
+        }
         Sender {
             sb: Scoreboard::default(),
             unsent: VecDeque::new(),
@@ -322,13 +332,7 @@ impl Sender {
             rtt_this_ack: None,
             retransmitted_order: VecDeque::new(),
             tlp: cfg.scheme.tail_loss_probe.then(TailLossProbe::default),
-            congestion_cap: cfg
-                .scheme
-                .fec
-                .and_then(|f| f.adaptive)
-                .is_some_and(|a| matches!(a, Adaptive::Auto(p) if p.yield_to_congestion))
-                .then(CongestionCap::default)
-                .filter(|_| models_path),
+            congestion_cap,
             peer_delack: cfg.delayed_ack.then_some(cfg.delayed_ack_timeout),
             resume: cfg.resume.map(|saved| {
                 let mss = cfg.mss.max(1) as f64;
