@@ -627,13 +627,29 @@ const DEEP_QUEUE_RENO: &str = "Reno at RTT 300 ms over a 4 BDP queue with 0.1 % 
     range widely (2.86 +/- 1.36): some seeds escape the loss in slow start for most of the \
     run. z 2.4: not noise alone, not isolated.";
 
-/// The simulator's 4 MiB send buffer at RTT 300 ms.
-const SEND_BUFFER: &str = "With the real endpoint's 4 MiB send buffer (about one BDP plus \
-    one queue at RTT 300 ms) the simulated cubic and anker-10-1 lose 17 % and 47 % of the \
-    wire's goodput after their slow-start overshoot; with the simulator's own 64 MiB buffer \
-    they come to 46.7 (cubic, within 2 %) and 34.8 Mb/s. SACKed data counts against the \
-    buffer until the hole below it is repaired, which can starve a sender of new data \
-    during a recovery; why the simulated sender is held back and the real one is not is \
+/// Slow-start overshoots since the send buffer grows with the window.
+const OVERSHOOT: &str = "A 10 MB transfer whose slow start (BBR v1's Startup) overshoots a \
+    long path: since the endpoint's send buffer grows with the window (up to 64 MiB; it \
+    was fixed at 4 MiB, which clipped the overshoot where twice the path's BDP and queue \
+    exceed it), the simulated and the measured overshoots no longer cost the same. \
+    Simulated/measured: cubic 1.22x at point 12 and 1.11x at point 15 (both measured \
+    runs agree within 0.2 s), bbr1 1.36x at point 15 (5.12 s against 3.77 s), anker-10-1 \
+    0.82x at point 8. With the fixed buffer the wire took 2.29 s (cubic, point 8), 4.05 \
+    s (point 12) and 3.83 s (point 15), now 3.15, 4.68 and 5.02 s: the window schemes \
+    have no HyStart on real paths. Where the simulated overshoot's losses and recovery \
+    depart from the wire's is not isolated.";
+
+/// CUBIC's half a megabit at RTT 200 ms and 1 % loss, measured twice.
+const LOSSY_CUBIC_RUNS: &str = "cubic at RTT 200 ms and 1 % loss moves about half a \
+    megabit, where no buffer limits it: the two runs with the fixed 4 MiB buffer gave \
+    0.61 and 0.59 Mb/s (within 10 % of the simulated 0.60), the two measured again with \
+    the growing one 0.51 and 0.46 (z 2.5). Two runs a side are too few to tell chance \
+    from a change.";
+
+/// anker-10-1 over one BDP at RTT 300 ms.
+const ANKER_LONG_PATH: &str = "anker-10-1 at RTT 300 ms over one BDP without random \
+    loss: 42.2 Mb/s on the wire in all four runs (before and after the send buffer began \
+    to grow), 34.8 simulated with either buffer. Why the simulated flow settles lower is \
     not isolated.";
 
 /// 10 MB transfers at 0.1 % loss where the simulated seeds spread and the measured
@@ -691,17 +707,21 @@ pub const KNOWN_MISSES: &[KnownMiss] = &[
     miss(K, 16, "TCP cubic", C, NOISE),
     miss(W, 5, "tcpfec cubic", C, SLOW_START_LOSS),
     miss(W, 7, "tcpfec anker-10-1", G, NOISE),
+    miss(W, 8, "tcpfec anker-10-1", C, OVERSHOOT),
     miss(W, 9, "tcpfec anker-10-1", G, NOISE),
     miss(W, 10, "tcpfec anker-10-1", G, NOISE),
     miss(W, 11, "tcpfec anker-10-1", G, NOISE),
+    miss(W, 12, "tcpfec cubic", C, OVERSHOOT),
     miss(W, 13, "tcpfec cubic", C, NOISE),
-    miss(W, 13, "tcpfec anker-10-1", C, SLOW_START_LOSS),
+    miss(W, 14, "tcpfec cubic", G, LOSSY_CUBIC_RUNS),
     miss(W, 14, "tcpfec anker-10-1", G, NOISE),
-    miss(W, 15, "tcpfec cubic", G, SEND_BUFFER),
-    miss(W, 15, "tcpfec anker-10-1", G, SEND_BUFFER),
+    miss(W, 15, "tcpfec bbr1", C, OVERSHOOT),
+    miss(W, 15, "tcpfec cubic", C, OVERSHOOT),
+    miss(W, 15, "tcpfec anker-10-1", G, ANKER_LONG_PATH),
     miss(W, 16, "tcpfec cubic", G, NOISE),
-    miss(W, 16, "tcpfec cubic", C, NOISE),
     miss(W, 16, "tcpfec auto", C, AUTO_LONG_START),
+    miss(W, 16, "tcpfec anker-10-1", G, NOISE),
+    miss(W, 17, "tcpfec bbr1", G, NOISE),
     miss(W, 17, "tcpfec cubic", G, NOISE),
     miss(W, 17, "tcpfec anker-10-1", G, NOISE),
 ];

@@ -214,8 +214,15 @@ pub struct Config {
     /// then holds at most the window it has grown to, not the whole receive buffer.
     /// `None` (the default) advertises `recv_window` from the start.
     pub recv_window_initial: Option<u32>,
-    /// Send buffer, bytes: how much unacknowledged plus unsent data `write` accepts.
+    /// Send buffer, bytes: how much unacknowledged plus unsent data `write` accepts. It
+    /// grows to twice the congestion window when that is more, up to
+    /// `send_buffer_max`, as Linux grows its socket's (`tcp_sndbuf_expand`).
     pub send_buffer: usize,
+    /// The most the send buffer grows to (Linux's `tcp_wmem` maximum). A path's flight can
+    /// be twice its BDP under BBR, and SACKed data above a hole stays buffered until the
+    /// hole is repaired: a fixed 4 MiB held a 100 Mb/s, 400 ms path (5 MB per round trip)
+    /// to half its rate.
+    pub send_buffer_max: usize,
     /// Duplicate ACKs (or SACKed segments above a hole) that signal a loss.
     pub dupthresh: u32,
     /// SACK blocks per ACK (RFC 2018 allows 3 with timestamps).
@@ -291,6 +298,7 @@ impl Default for Config {
             recv_window: 64 << 20,
             recv_window_initial: None,
             send_buffer: 4 << 20,
+            send_buffer_max: 64 << 20,
             dupthresh: 3,
             max_sack_blocks: 3,
             syn_retries: 6,

@@ -105,6 +105,8 @@ pub(crate) struct Sender {
     fin_sent: bool,
     mss: usize,
     send_buffer: usize,
+    /// `Config::send_buffer_max`: the most the send buffer grows to with the window.
+    send_buffer_max: usize,
     pub cc: Box<dyn CongestionControl>,
     /// `cc.models_path()`, fixed for a controller's life: read on every packet and ACK,
     /// where a virtual call each time costs the simulator measurably.
@@ -276,6 +278,7 @@ impl Sender {
             fin_sent: false,
             mss: cfg.mss.max(1) as usize,
             send_buffer: cfg.send_buffer,
+            send_buffer_max: cfg.send_buffer_max,
             cc,
             rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto, rto_floor),
             recovery: cfg.scheme.recovery,
@@ -367,8 +370,9 @@ impl Sender {
         if self.fin_requested {
             return 0;
         }
-        self.send_buffer
-            .saturating_sub(self.unsent_bytes + self.sb.bytes_outstanding())
+        let window = (2.0 * self.cc.cwnd() * self.mss as f64) as usize;
+        let buffer = self.send_buffer.max(window.min(self.send_buffer_max));
+        buffer.saturating_sub(self.unsent_bytes + self.sb.bytes_outstanding())
     }
 
     /// Queues application bytes; returns how many were accepted.

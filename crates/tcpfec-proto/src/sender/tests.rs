@@ -163,3 +163,26 @@ fn a_window_controller_backs_off_once_for_repaired_congestion_losses() {
     ack(&mut s, 3, 3, 4);
     assert!(s.cc.cwnd() >= after, "{after} -> {}", s.cc.cwnd());
 }
+
+/// The send buffer holds at least twice the window, up to its maximum, as Linux grows a
+/// socket's: a fixed buffer below twice the BDP caps a long fat path's rate.
+#[test]
+fn the_send_buffer_grows_with_the_window_up_to_its_maximum() {
+    let cfg = Config {
+        scheme: Scheme::parse("cubic").unwrap(),
+        initial_window: 10,
+        send_buffer: 100_000,
+        send_buffer_max: 1_000_000,
+        ..Config::default()
+    };
+    let mut s = Sender::new(&cfg);
+    let mss = cfg.mss as usize;
+    // Twice ten segments is below the configured buffer: that holds.
+    assert_eq!(s.write_capacity(), 100_000);
+    s.cc.set_cwnd(100.0);
+    assert_eq!(s.write_capacity(), 200 * mss);
+    assert_eq!(s.write(Bytes::from(vec![0u8; 300 * mss])), 200 * mss);
+    assert_eq!(s.write_capacity(), 0);
+    s.cc.set_cwnd(10_000.0);
+    assert_eq!(s.write_capacity(), 1_000_000 - 200 * mss);
+}
