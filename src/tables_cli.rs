@@ -524,6 +524,24 @@ fn emu_headline(dir: &Path) -> Result<String, String> {
             f1(&r["against_goodput_mbps"])
         )
     };
+    // Several runs: their ratios as "median (low–high)"; the goodputs would not line up.
+    let shares = |rs: &[Value]| -> String {
+        match rs {
+            [] => "—".into(),
+            [r] => share(r),
+            _ => format!(
+                "{}× {}'s goodput ({} runs)",
+                spread(
+                    rs.iter()
+                        .map(|r| r["ratio"].as_f64().unwrap_or(0.0))
+                        .collect(),
+                    2
+                ),
+                rs[0]["against"].as_str().unwrap_or("?").to_uppercase(),
+                rs.len()
+            ),
+        }
+    };
     let a = &against[0];
     let _ = writeln!(
         t,
@@ -534,8 +552,8 @@ fn emu_headline(dir: &Path) -> Result<String, String> {
         a["against"].as_str().unwrap_or("?").to_uppercase(),
         a["seconds"].as_f64().unwrap_or(0.0) * 2.0 / 3.0,
         a["seconds"].as_f64().unwrap_or(0.0),
-        joined(&of(&against, "tcpfec auto"), &share, ""),
-        joined(&of(&against, "TCP bbr"), &share, ""),
+        shares(&of(&against, "tcpfec auto")),
+        shares(&of(&against, "TCP bbr")),
         a["against"].as_str().unwrap_or("?"),
     );
     let fresh = of(&resume, "tcpfec auto");
