@@ -103,13 +103,8 @@ mod tests {
     #[test]
     fn pops_in_order_through_pushes_and_replacements() {
         use std::cmp::Reverse;
-        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut rng = crate::rng::Rng::new(7, 0);
+        let mut next = move || (rng.uniform() * (1u64 << 40) as f64) as u64;
         let (mut heap, mut model) = (MinHeap::default(), std::collections::BinaryHeap::new());
         for _ in 0..50_000 {
             let v = next() % 1000;
