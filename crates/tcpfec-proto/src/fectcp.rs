@@ -26,6 +26,9 @@ use bytes::Bytes;
 use core::time::Duration;
 use std::collections::VecDeque;
 
+/// The shortest symbol timeout (see `Fectcp::symbol_timeout`).
+const MIN_SYMBOL_TIMEOUT: Duration = Duration::from_millis(1);
+
 /// The smallest symbol a full-size block may use, bytes: bounds the decoder's symbol
 /// count by the receive window (see `Fectcp::decoder_for`).
 const MIN_SYMBOL_BYTES: u64 = 256;
@@ -452,9 +455,13 @@ impl Fectcp {
     /// (1 + β)(sRTT + σ_RTT); the initial RTO before the first sample.
     fn symbol_timeout(&self) -> Duration {
         match self.srtt {
+            // At least a millisecond: round trips measured as zero (a channel that
+            // delivers at once) left a symbol's timer due again the moment its resend
+            // armed it, and a driver sleeping until the next deadline spun.
             Some(srtt) => Duration::from_secs_f64(
                 (1.0 + self.params.beta) * (srtt + self.rtt.rttvar().as_secs_f64()),
-            ),
+            )
+            .max(MIN_SYMBOL_TIMEOUT),
             None => self.cfg.initial_rto,
         }
     }
