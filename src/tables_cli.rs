@@ -293,13 +293,17 @@ fn emu_delay(rs: &[Value]) -> Result<String, String> {
     Ok(t)
 }
 
-/// Each transport's goodput next to the kernel flow it shared the link with.
+/// Each transport's goodput next to the kernel flow it shared the link with, a row per
+/// run, a transport's runs together.
 fn emu_against(rs: &[Value]) -> Result<String, String> {
     let cc = rs[0]["against"].as_str().unwrap_or("?").to_uppercase();
     let mut t = format!(
         "| transport | loss | its Mb/s | kernel {cc}'s Mb/s | ratio |\n|---|---|---|---|---|\n"
     );
-    for r in rs {
+    for r in grouped(rs, &transport)
+        .into_iter()
+        .flat_map(|(_, runs)| runs)
+    {
         let _ = writeln!(
             t,
             "| {} | {} | {} | {} | {:.2} |",
