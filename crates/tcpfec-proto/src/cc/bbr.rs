@@ -42,6 +42,9 @@ const STARTUP_FULL_LOSS_CNT: u32 = 6;
 const MIN_RTT_FILTER: Duration = Duration::from_secs(10);
 const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(5);
 const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
+/// A sample within 1/32 of the minimum round trip confirms it
+/// (`CongestionControl::confirm_min_rtt_near_it`).
+const MIN_RTT_CONFIRM_DIVISOR: f64 = 32.0;
 /// Pacing runs this much below the estimated bandwidth, to drain queues it built.
 const PACING_MARGIN: f64 = 0.01;
 /// Longest wait, in rounds, between bandwidth probes (Reno coexistence bound).
@@ -136,6 +139,9 @@ pub struct Bbr {
     /// Skip ProbeRTT while the application limits the sender
     /// (`CongestionControl::spare_app_limited_flows`).
     spare_app_limited: bool,
+    /// A sample near the minimum round trip postpones ProbeRTT
+    /// (`CongestionControl::confirm_min_rtt_near_it`).
+    confirm_min_rtt_near_it: bool,
     /// Share of `inflight_hi` left free while cruising ([`HEADROOM`], or none under a
     /// congestion cap: `CongestionControl::leave_headroom_to_cap`).
     headroom: f64,
@@ -199,6 +205,7 @@ impl Bbr {
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             spare_app_limited: false,
+            confirm_min_rtt_near_it: false,
             headroom: HEADROOM,
             prior_cwnd: 0.0,
             recovery: RecoveryState::default(),
@@ -643,6 +650,12 @@ impl Bbr {
             if self.probe_rtt_min_delay.is_none_or(|m| r < m) || self.probe_rtt_expired {
                 self.probe_rtt_min_delay = Some(r);
                 self.probe_rtt_min_stamp = now;
+            } else if self.confirm_min_rtt_near_it
+                && self
+                    .probe_rtt_min_delay
+                    .is_some_and(|m| r <= m + m.div_f64(MIN_RTT_CONFIRM_DIVISOR))
+            {
+                self.probe_rtt_min_stamp = now;
             }
         }
         let min_rtt_expired = now > self.min_rtt_stamp + MIN_RTT_FILTER;
@@ -849,6 +862,9 @@ impl CongestionControl for Bbr {
     }
     fn leave_headroom_to_cap(&mut self) {
         self.headroom = 0.0;
+    }
+    fn confirm_min_rtt_near_it(&mut self) {
+        self.confirm_min_rtt_near_it = true;
     }
     fn on_ack_event(&mut self, now: Instant, ev: &AckEvent) {
         if let Some(w) = self.recovery.on_ack(ev, self.mss) {

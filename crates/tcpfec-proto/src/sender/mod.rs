@@ -260,11 +260,15 @@ impl Sender {
         let event_driven = cc.wants_ack_events();
         // A window controller already reduces for the congestion losses reported.
         let models_path = cc.models_path();
-        let congestion_cap = cfg
-            .scheme
-            .fec
-            .and_then(|f| f.adaptive)
-            .is_some_and(|a| matches!(a, Adaptive::Auto(p) if p.yield_to_congestion))
+        let auto = match cfg.scheme.fec.and_then(|f| f.adaptive) {
+            Some(Adaptive::Auto(p)) => Some(p),
+            _ => None,
+        };
+        if auto.is_some() {
+            cc.confirm_min_rtt_near_it();
+        }
+        let congestion_cap = auto
+            .is_some_and(|p| p.yield_to_congestion)
             .then(CongestionCap::default)
             .filter(|_| models_path);
         if congestion_cap.is_some() {

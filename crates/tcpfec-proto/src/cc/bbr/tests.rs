@@ -154,3 +154,32 @@ fn probe_rtt_comes_every_five_seconds_and_cuts_the_window() {
         "cwnd in ProbeRTT {min_cwnd_in_probe}"
     );
 }
+
+/// ProbeRTT entries in 12 s of rounds whose samples all read `rtt_ms`, after a warm-up
+/// at 100 ms.
+fn probe_rtts_at(rtt_ms: u64, confirm_near_min: bool) -> u32 {
+    let (mut b, mut p) = warmed(5, 20);
+    if confirm_near_min {
+        b.confirm_min_rtt_near_it();
+    }
+    let (mut entered, mut last) = (0, b.state());
+    while p.now < 12_000 {
+        p.round(&mut b, BW, rtt_ms, 0);
+        if b.state() == BbrState::ProbeRtt && last != BbrState::ProbeRtt {
+            entered += 1;
+        }
+        last = b.state();
+    }
+    entered
+}
+
+#[test]
+fn samples_near_the_minimum_postpone_probe_rtt_only_when_asked() {
+    // 2 ms above a 100 ms minimum: Linux's rule needs a strictly lower sample.
+    assert!(probe_rtts_at(102, false) >= 1);
+    // Within 1/32 of it: the minimum is confirmed, and ProbeRTT buys nothing.
+    assert_eq!(probe_rtts_at(102, true), 0);
+    assert_eq!(probe_rtts_at(100, true), 0);
+    // A queue of 10 % of the round trip that never drains still brings ProbeRTT.
+    assert!(probe_rtts_at(110, true) >= 1);
+}
