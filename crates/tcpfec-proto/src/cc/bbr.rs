@@ -44,7 +44,7 @@ const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(5);
 const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
 /// A sample within 1/32 of the minimum round trip confirms it
 /// (`CongestionControl::confirm_min_rtt_near_it`).
-const MIN_RTT_CONFIRM_DIVISOR: f64 = 32.0;
+const MIN_RTT_CONFIRM_DIVISOR: u32 = 32;
 /// Pacing runs this much below the estimated bandwidth, to drain queues it built.
 const PACING_MARGIN: f64 = 0.01;
 /// Longest wait, in rounds, between bandwidth probes (Reno coexistence bound).
@@ -653,7 +653,7 @@ impl Bbr {
             } else if self.confirm_min_rtt_near_it
                 && self
                     .probe_rtt_min_delay
-                    .is_some_and(|m| r <= m + m.div_f64(MIN_RTT_CONFIRM_DIVISOR))
+                    .is_some_and(|m| r <= m + m / MIN_RTT_CONFIRM_DIVISOR)
             {
                 self.probe_rtt_min_stamp = now;
             }
