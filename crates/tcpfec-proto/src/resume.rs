@@ -103,14 +103,6 @@ impl core::fmt::Display for ResumeStatus {
 /// The share of the saved capacity the jump takes (RFC 9959 §4.3: at most half).
 const JUMP_SHARE: f64 = 0.5;
 
-/// The jump is paced over this many current RTTs, where the RFC paces it over one. No
-/// ACK of the jump can arrive before a round trip has passed, so everything sent by then
-/// is sent blind: paced over one RTT, a saved rate ten times the path's sends five BDPs
-/// blind and loses about four (`docs/design/fast-start.md`); over two, the first ACKs arrive
-/// with half the jump sent, and the loss and delay checks stop the rest. On the path the
-/// values were saved on it costs about one round trip of a 10 MB transfer's time.
-const JUMP_RTTS: f64 = 2.0;
-
 /// The RTT check (RFC 9959 §4.2.1): a current RTT at or below saved/`RTT_LOW` or above
 /// `RTT_HIGH` × saved means a different path.
 const RTT_LOW: f64 = 2.0;
@@ -125,6 +117,13 @@ const RTT_HIGH: f64 = 10.0;
 /// of its packets or more. Window rules take any loss as congestion, as RFC 9959 does.
 const LOSS_THRESH: f64 = 0.10;
 const LOSS_SLACK_PACKETS: f64 = 3.0;
+/// Controllers that model the path judge the jump's loss rate only once this share of
+/// the jump has been acknowledged or lost. The first packets of a jump meet an empty
+/// queue, so their losses are the channel's; a channel that loses four of a jump's
+/// first nine packets (a Gilbert–Elliott channel of 1 % in bursts of two did) otherwise
+/// retreated a jump that had all the room it needed. A jump that overflows a queue
+/// shows the queue's delay first, or loses a fifth of its packets and more.
+const LOSS_SAMPLE_SHARE: f64 = 0.25;
 
 /// ssthresh on leaving Safe Retreat, as a share of the pipe validated (RFC 9959 §4.5,
 /// Beta's default).
@@ -151,8 +150,14 @@ pub(crate) enum ResumeAction {
     /// The jump is validated (or was not filled): the controller's window is at least
     /// this many bytes from now on.
     Settle { cwnd_bytes: f64 },
+    /// The jump is validated: as `Settle`, and the ACKs of the jump came back at
+    /// `delivery_rate` bytes per second, a rate the path has carried. The delivery-rate
+    /// samples of the jump's packets say less: sent into an empty pipe, each spans the
+    /// round trip before the first ACK as well.
+    Validated { cwnd_bytes: f64, delivery_rate: f64 },
     /// The jump met congestion: the controller leaves its start-up (a BBR enters Drain).
-    Retreat,
+    /// `queue` if a queue's delay showed it, not loss alone.
+    Retreat { queue: bool },
     /// The retreat ended: a window rule restarts with this window, bytes, as its
     /// window and its slow-start threshold (a BBR keeps its model).
     EndRetreat { window_bytes: f64 },
@@ -188,6 +193,9 @@ pub(crate) struct CarefulResume {
     validating_base: f64,
     /// Validating: bytes acknowledged since entering it (the floor grows as slow start).
     validating_acked: f64,
+    /// Validating: when its first ACK arrived and the bytes acknowledged by then (the
+    /// ACK rate is measured from there).
+    validating_since: Option<(Instant, f64)>,
     /// Safe Retreat: the window's cap, bytes.
     retreat_cap: f64,
     /// Completed: a queue ends the slow start that follows the jump (until a loss has).
@@ -225,6 +233,7 @@ impl CarefulResume {
             last_unvalidated: 0,
             validating_base: 0.0,
             validating_acked: 0.0,
+            validating_since: None,
             retreat_cap: 0.0,
             watching: false,
             lost_at_completion: 0,
@@ -239,6 +248,23 @@ impl CarefulResume {
     /// Where the resume is.
     pub(crate) fn status(&self) -> ResumeStatus {
         self.status
+    }
+
+    /// The saved delivery rate, payload bytes per second.
+    pub(crate) fn saved_rate(&self) -> f64 {
+        self.saved.rate
+    }
+
+    /// After a validated jump: the latest round trips show a queue (the delay check's
+    /// [`DELAY_SAMPLES`] in a row above the RTT that confirmed the path).
+    pub(crate) fn queue_seen(&self) -> bool {
+        self.watching && self.late_samples >= DELAY_SAMPLES
+    }
+
+    /// The controller has left its start-up: nothing after a validated jump is left
+    /// to watch.
+    pub(crate) fn stop_watching(&mut self) {
+        self.watching = false;
     }
 
     /// True until an RTT sample has decided whether to jump.
@@ -274,9 +300,12 @@ impl CarefulResume {
         }
         self.status = ResumeStatus::Unvalidated;
         self.jump = jump;
-        // Paced at the current RTT, not the saved one (RFC 9959 §4.3.2): a longer path
-        // gets a proportionally lower rate.
-        self.jump_rate = jump / (JUMP_RTTS * current.max(1e-6));
+        // Over one current RTT, not the saved one (RFC 9959 §4.3.2): a longer path gets
+        // a proportionally lower rate. All of it goes out before the first ACK can
+        // return, so a saved rate ten times the path's loses about three BDPs before the
+        // checks see anything; paced over two RTTs it lost a quarter of that, but every
+        // resumed transfer took a round trip longer (`docs/design/fast-start.md`).
+        self.jump_rate = jump / current.max(1e-6);
         self.current_rtt = rtt;
         self.entered = now;
         self.pipe = flight;
@@ -330,6 +359,7 @@ impl CarefulResume {
             };
         }
         self.status = ResumeStatus::Validating;
+        self.validating_since = None;
         self.last_unvalidated = next.saturating_sub(1).max(self.first_unvalidated);
         self.validating_base = flight;
         self.validating_acked = 0.0;
@@ -364,6 +394,11 @@ impl CarefulResume {
             };
         }
         let queued = self.late_samples >= DELAY_SAMPLES;
+        if self.watching && self.loss_tolerance > 0.0 {
+            // A controller that models the path is watched until it leaves its start-up
+            // (`queue_seen`, `stop_watching`): losses do not end BBR's Startup.
+            return ResumeAction::None;
+        }
         if self.watching {
             // A loss ends slow start by itself; a queue before it ends it here.
             self.watching = !queued && lost == self.lost_at_completion;
@@ -398,7 +433,7 @@ impl CarefulResume {
             }
             self.status = ResumeStatus::SafeRetreat;
             self.retreat_cap = (self.pipe / 2.0).max(self.initial_bytes.min(self.pipe));
-            return ResumeAction::Retreat;
+            return ResumeAction::Retreat { queue: delayed };
         }
         if self.status == ResumeStatus::Unvalidated {
             let rtt_passed = now.saturating_since(self.entered) > self.current_rtt;
@@ -408,6 +443,9 @@ impl CarefulResume {
             return ResumeAction::None;
         }
         self.validating_acked += acked as f64;
+        let (since, acked_then) = *self
+            .validating_since
+            .get_or_insert((now, self.validating_acked));
         if reached(self.last_unvalidated) {
             self.status = ResumeStatus::Completed;
             // Slow start goes on from the validated window (RFC 9959 §4.4), and a queue
@@ -415,8 +453,14 @@ impl CarefulResume {
             // queue within a round or two.
             self.watching = true;
             self.lost_at_completion = lost;
-            return ResumeAction::Settle {
-                cwnd_bytes: self.validating_base + self.validating_acked,
+            let span = now.saturating_since(since).as_secs_f64();
+            let cwnd_bytes = self.validating_base + self.validating_acked;
+            if span <= 0.0 {
+                return ResumeAction::Settle { cwnd_bytes };
+            }
+            return ResumeAction::Validated {
+                cwnd_bytes,
+                delivery_rate: (self.validating_acked - acked_then) / span,
             };
         }
         ResumeAction::None
@@ -429,7 +473,8 @@ impl CarefulResume {
             return lost > 0.0;
         }
         let sent = self.pipe - self.pipe_at_jump + lost;
-        lost > self.loss_tolerance * sent + LOSS_SLACK_PACKETS * self.mss
+        sent >= LOSS_SAMPLE_SHARE * self.jump
+            && lost > self.loss_tolerance * sent + LOSS_SLACK_PACKETS * self.mss
     }
 
     /// The longest round trip a jump packet may take before the jump retreats.
@@ -474,14 +519,14 @@ mod tests {
     }
 
     #[test]
-    fn a_confirmed_rtt_jumps_to_half_the_saved_capacity_paced_over_two_current_rtts() {
+    fn a_confirmed_rtt_jumps_to_half_the_saved_capacity_paced_over_the_current_rtt() {
         let mut r = resume();
         r.confirm(ms(0), Duration::from_millis(120), 0.0, 0, 0, 10.0 * MSS);
         assert_eq!(r.status(), ResumeStatus::Unvalidated);
         assert_eq!(r.cwnd_floor(), Some(50_000.0));
-        // 50 kB over two RTTs of 120 ms.
+        // 50 kB over one RTT of 120 ms.
         let rate = r.pacing_rate().unwrap();
-        assert!((rate - 50_000.0 / 0.24).abs() < 1.0, "{rate}");
+        assert!((rate - 50_000.0 / 0.12).abs() < 1.0, "{rate}");
     }
 
     #[test]
@@ -525,8 +570,15 @@ mod tests {
             // The floor grows by what was acknowledged, as slow start would.
             assert_eq!(r.cwnd_floor(), Some((50 + una) as f64 * MSS));
         }
+        // 49 kB acknowledged after the first ACK, from 101 ms to 150 ms: 1 MB/s.
         let a = r.on_ack(ms(150), 1000, Some(49), rtt, 0, 50e3, 100);
-        assert_eq!(a, ResumeAction::Settle { cwnd_bytes: 100e3 });
+        assert_eq!(
+            a,
+            ResumeAction::Validated {
+                cwnd_bytes: 100e3,
+                delivery_rate: 49_000.0 / 0.049
+            }
+        );
         assert_eq!(r.status(), ResumeStatus::Completed);
         assert_eq!(r.cwnd_floor(), None);
         // A queue after the jump (samples 17 ms over 100 ms) ends slow start, once.
@@ -550,7 +602,7 @@ mod tests {
             r.on_ack(ms(100 + una), 1000, Some(una - 1), rtt, 0, 50e3, 50);
         }
         let a = r.on_ack(ms(121), 1000, Some(22), rtt, 1000, 50e3, 50);
-        assert_eq!(a, ResumeAction::Retreat);
+        assert!(matches!(a, ResumeAction::Retreat { .. }));
         assert_eq!(r.status(), ResumeStatus::SafeRetreat);
         assert_eq!(r.cwnd_cap(), Some(10_500.0), "half of 21 kB validated");
         assert_eq!(r.cwnd_floor(), None);
@@ -581,7 +633,58 @@ mod tests {
         assert_eq!(a, ResumeAction::None);
         // 9 lost of 51: more than 3 + 5.1.
         let a = r.on_ack(ms(102), 1000, Some(42), rtt, 9000, 8e3, 50);
-        assert_eq!(a, ResumeAction::Retreat);
+        assert!(matches!(a, ResumeAction::Retreat { .. }));
+    }
+
+    #[test]
+    fn losses_among_a_jumps_first_packets_are_judged_only_over_a_quarter_of_it() {
+        let mut r = resume_for(true);
+        r.confirm(ms(0), Duration::from_millis(100), 0.0, 0, 0, 10.0 * MSS);
+        r.on_window_full(50.0 * MSS, 50);
+        let rtt = Some(Duration::from_millis(100));
+        // 5 delivered and 5 lost of the first 10: half, but 10 of 50 are too few to say.
+        let a = r.on_ack(ms(100), 5000, Some(9), rtt, 5000, 40e3, 50);
+        assert_eq!(a, ResumeAction::None);
+        // At 13 of 50 (a quarter), 5 lost is more than 3 + 10 % of 13: congestion.
+        let a = r.on_ack(ms(101), 3000, Some(12), rtt, 5000, 37e3, 50);
+        assert_eq!(a, ResumeAction::Retreat { queue: false });
+    }
+
+    #[test]
+    fn a_window_rule_judges_the_first_loss_of_a_jump_at_once() {
+        let mut r = jumped();
+        let a = r.on_ack(
+            ms(100),
+            0,
+            None,
+            Some(Duration::from_millis(100)),
+            1000,
+            49e3,
+            50,
+        );
+        assert_eq!(a, ResumeAction::Retreat { queue: false });
+    }
+
+    #[test]
+    fn after_a_validated_jump_a_path_model_is_watched_for_a_queue_until_told() {
+        let mut r = resume_for(true);
+        r.confirm(ms(0), Duration::from_millis(100), 0.0, 0, 0, 10.0 * MSS);
+        r.on_window_full(50.0 * MSS, 50);
+        let rtt = Some(Duration::from_millis(100));
+        r.on_ack(ms(100), 1000, Some(0), rtt, 0, 49e3, 50);
+        let a = r.on_ack(ms(150), 49_000, Some(49), rtt, 0, 0.0, 50);
+        assert!(matches!(a, ResumeAction::Validated { .. }), "{a:?}");
+        let late = Some(Duration::from_millis(117));
+        for i in 0..8 {
+            assert!(!r.queue_seen());
+            // Neither the queue nor a loss ends the watch by itself (BBR's Startup is the
+            // sender's to end), and no window-rule action is asked for.
+            let a = r.on_ack(ms(200 + i), 1000, Some(50 + i), late, 1000, 0.0, 60);
+            assert_eq!(a, ResumeAction::None);
+        }
+        assert!(r.queue_seen() && r.wants_acks());
+        r.stop_watching();
+        assert!(!r.queue_seen() && !r.wants_acks());
     }
 
     #[test]
@@ -601,7 +704,7 @@ mod tests {
             assert_eq!(a, ResumeAction::None);
         }
         let a = r.on_ack(ms(170), 1000, Some(17), rtt(112_600), 0, 0.0, 50);
-        assert_eq!(a, ResumeAction::Retreat);
+        assert!(matches!(a, ResumeAction::Retreat { .. }));
     }
 
     #[test]

@@ -515,8 +515,10 @@ impl Scenario {
         let payload = self.mss() as f64 / self.packet_size as f64;
         match self.resume {
             Resume::Off => None,
+            // The rate is what a previous connection measured: the channel's losses
+            // were not delivered.
             Resume::Path => Some(SavedPath {
-                rate: self.bottleneck_bps as f64 / 8.0 * payload,
+                rate: self.bottleneck_bps as f64 / 8.0 * payload * (1.0 - self.loss.mean_loss()),
                 min_rtt: Duration::from_secs_f64(self.base_rtt_s()),
             }),
             Resume::Saved { rate_bps, rtt } => Some(SavedPath {

@@ -827,6 +827,9 @@ impl CongestionControl for Bbr {
     fn started_up(&self) -> bool {
         self.full_bw_reached
     }
+    fn on_jump_delivered(&mut self, rate: f64) {
+        self.max_bw = self.max_bw_filter.update(self.cycle_count, rate);
+    }
     fn leave_startup(&mut self) {
         // The next rate sample moves Startup to Drain (`check_startup_done`).
         self.full_bw_reached = true;

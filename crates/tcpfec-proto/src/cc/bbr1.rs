@@ -335,6 +335,9 @@ impl CongestionControl for Bbr1 {
     fn started_up(&self) -> bool {
         self.filled_pipe
     }
+    fn on_jump_delivered(&mut self, rate: f64) {
+        self.btl_bw = self.btl_bw_filter.update(self.round_count, rate);
+    }
     fn leave_startup(&mut self) {
         // The next ACK moves Startup to Drain (`check_drain`).
         self.filled_pipe = true;

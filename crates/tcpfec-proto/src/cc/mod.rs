@@ -138,6 +138,13 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     /// controller with a start-up of its own leaves it (BBR enters Drain, RFC 9959's
     /// appendix). Window rules are given a window when the retreat ends.
     fn leave_startup(&mut self) {}
+    /// A resumed connection's jump was validated, its ACKs having come back at `rate`
+    /// payload bytes per second: a controller that models the path takes it as a
+    /// delivery-rate sample. The samples of the jump's own packets, sent into an empty
+    /// pipe, each span the round trip before the first ACK and read a fraction of it,
+    /// so BBR left its start-up on a queue with a third of the path's rate as its
+    /// estimate.
+    fn on_jump_delivered(&mut self, _rate: f64) {}
     /// The rate to pace at, payload bytes per second; `None` sends as the window opens.
     fn pacing_rate(&self) -> Option<f64> {
         None

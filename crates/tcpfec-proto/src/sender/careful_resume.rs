@@ -6,6 +6,11 @@ use crate::resume::{ResumeAction, ResumeStatus, SavedPath};
 use crate::time::Instant;
 use core::time::Duration;
 
+/// The share of the saved rate at which a path-modelling controller's start-up after a
+/// validated jump ends (`Sender::end_startup_at_saved_rate`): BBR's filters read a
+/// little below the bottleneck (headers, repair), so not all of it.
+const SAVED_RATE_REACHED: f64 = 0.9;
+
 impl Sender {
     /// Careful Resume's reconnaissance ends with the first RTT sample (the handshake's,
     /// or the first ACK's): the resume jumps if the sample confirms the saved path.
@@ -39,6 +44,37 @@ impl Sender {
         let next = self.sb.rate.next_order();
         let action = r.on_ack(now, acked, newest, rtt, lost, flight, next);
         self.apply_resume(action);
+        self.end_startup_at_saved_rate();
+    }
+
+    /// After a validated jump, a controller that models the path leaves its start-up
+    /// when a queue shows while its bandwidth estimate is at least
+    /// [`SAVED_RATE_REACHED`] of the saved rate: the path is full at the rate it carried
+    /// before, and another start-up round would only fill the queue by 1.77 times that.
+    /// Neither alone: the queue appears a round before BBR's estimate reaches the
+    /// path's rate (leaving on it held `auto` at 0.7 of the path until its next
+    /// bandwidth probe, seconds later), and a saved rate far too low is reached at once
+    /// on a path with room (leaving then took 6.4 s for 10 MB where a normal start
+    /// takes 3). Without both, BBR's own rules end the start-up.
+    fn end_startup_at_saved_rate(&mut self) {
+        let Some(r) = self.resume.as_mut() else {
+            return;
+        };
+        if !self.models_path || r.status() != ResumeStatus::Completed {
+            return;
+        }
+        if self.cc.started_up() {
+            r.stop_watching();
+            return;
+        }
+        let (Some(bdp), Some(min_rtt)) = (self.cc.bdp_segments(), self.rtt.min_rtt()) else {
+            return;
+        };
+        let rate = bdp * self.mss as f64 / min_rtt.as_secs_f64().max(1e-9);
+        if r.queue_seen() && rate >= SAVED_RATE_REACHED * r.saved_rate() {
+            r.stop_watching();
+            self.cc.leave_startup();
+        }
     }
 
     /// Hands what Careful Resume decided to the congestion controller. Window and
@@ -53,7 +89,16 @@ impl Sender {
                 let w = self.cc.cwnd().max(cwnd_bytes / mss);
                 self.cc.set_cwnd(w);
             }
-            ResumeAction::Retreat => self.cc.leave_startup(),
+            ResumeAction::Validated {
+                cwnd_bytes,
+                delivery_rate,
+            } => {
+                let w = self.cc.cwnd().max(cwnd_bytes / mss);
+                self.cc.set_cwnd(w);
+                self.cc.on_jump_delivered(delivery_rate);
+            }
+            ResumeAction::Retreat { queue } if queue || window_rule => self.cc.leave_startup(),
+            ResumeAction::Retreat { .. } => {}
             ResumeAction::EndSlowStart => {
                 let cwnd = self.cc.cwnd();
                 if window_rule && cwnd < self.cc.ssthresh() {
