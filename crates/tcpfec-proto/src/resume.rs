@@ -255,6 +255,16 @@ impl CarefulResume {
         self.saved.rate
     }
 
+    /// After a validated jump, until the slow start or start-up that follows it ends.
+    pub(crate) fn watching(&self) -> bool {
+        self.watching
+    }
+
+    /// The saved capacity, bytes (saved rate × saved minimum RTT).
+    pub(crate) fn saved_bdp(&self) -> f64 {
+        self.saved.bdp_bytes()
+    }
+
     /// After a validated jump: the latest round trips show a queue (the delay check's
     /// [`DELAY_SAMPLES`] in a row above the RTT that confirmed the path).
     pub(crate) fn queue_seen(&self) -> bool {

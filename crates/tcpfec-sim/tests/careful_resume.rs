@@ -9,13 +9,17 @@ use tcpfec_sim::{run, App, LossSpec, Resume, RunResult, Scenario};
 const BDP_PACKETS: u32 = 893; // 50 Mb/s × 200 ms in 1400-byte packets
 
 fn transfer(scheme: &str, resume: Resume) -> RunResult {
+    transfer_through(scheme, resume, BDP_PACKETS)
+}
+
+fn transfer_through(scheme: &str, resume: Resume, buffer: u32) -> RunResult {
     run(&Scenario {
         scheme: Scheme::parse(scheme).unwrap(),
         bottleneck_bps: 50_000_000,
         access_bps: 1_000_000_000,
         delay: Duration::from_millis(100),
         access_delay: (Duration::ZERO, Duration::ZERO),
-        buffer: BDP_PACKETS,
+        buffer,
         packet_size: 1400,
         loss: LossSpec::None,
         initial_window: 10,
@@ -97,7 +101,7 @@ fn a_saved_rate_ten_times_too_low_ends_no_later_than_a_normal_start() {
     // The jump is small and validated at once; the start-up after it must not stop at
     // the saved rate on a path with room (BBR's start-up ends on a queue at the saved
     // rate, not on reaching it).
-    for scheme in ["auto", "bbr1"] {
+    for scheme in ["auto", "bbr1", "cubic"] {
         let low = transfer(scheme, saved(5, 200));
         assert_eq!(low.flows[0].resume, Some("completed"), "{scheme}");
         let fresh = transfer(scheme, Resume::Off);
@@ -106,6 +110,26 @@ fn a_saved_rate_ten_times_too_low_ends_no_later_than_a_normal_start() {
             "{scheme}: {:.2} s resumed from a rate ten times too low, {:.2} s fresh",
             completion(&low),
             completion(&fresh)
+        );
+    }
+}
+
+#[test]
+fn a_window_rule_resumed_into_a_quarter_bdp_queue_slows_its_growth_past_the_saved_path() {
+    // Doubling on from the path's capacity overflows a quarter-BDP queue before the
+    // delay check can see the queue; growing a quarter more per round past the saved
+    // BDP lets the queue end slow start first.
+    for scheme in ["cubic", "sack"] {
+        let fresh = transfer_through(scheme, Resume::Off, BDP_PACKETS / 4);
+        let resumed = transfer_through(scheme, Resume::Path, BDP_PACKETS / 4);
+        assert_eq!(resumed.flows[0].resume, Some("completed"), "{scheme}");
+        assert!(
+            completion(&resumed) < 0.8 * completion(&fresh) && lost(&resumed) <= lost(&fresh),
+            "{scheme}: resumed {:.2} s / {} lost, fresh {:.2} s / {} lost",
+            completion(&resumed),
+            lost(&resumed),
+            completion(&fresh),
+            lost(&fresh)
         );
     }
 }

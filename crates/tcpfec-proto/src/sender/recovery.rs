@@ -153,12 +153,16 @@ impl Sender {
                     Recovery::Sack => {}
                 }
             }
-        } else if self.byte_counting {
-            for _ in 0..acked {
-                self.cc.on_ack(now, 1, self.rtt.srtt());
-            }
         } else {
-            self.cc.on_ack(now, acked, self.rtt.srtt());
+            let before = self.cc.cwnd();
+            if self.byte_counting {
+                for _ in 0..acked {
+                    self.cc.on_ack(now, 1, self.rtt.srtt());
+                }
+            } else {
+                self.cc.on_ack(now, acked, self.rtt.srtt());
+            }
+            self.conserve_slow_start_past_saved_path(before);
         }
         if let Some(c) = self.congestion_cap.as_mut() {
             let rtt = self.rtt.latest().zip(self.rtt.min_rtt());
