@@ -631,11 +631,17 @@ mod tests {
         assert_eq!(r.cwnd_cap(), None);
     }
 
-    #[test]
-    fn a_controller_that_models_the_path_retreats_only_beyond_ten_percent_loss() {
+    /// As [`jumped`], for a controller that models the path (BBR, `auto`).
+    fn jumped_path_model() -> CarefulResume {
         let mut r = resume_for(true);
         r.confirm(ms(0), Duration::from_millis(100), 0.0, 0, 0, 10.0 * MSS);
         r.on_window_full(50.0 * MSS, 50);
+        r
+    }
+
+    #[test]
+    fn a_controller_that_models_the_path_retreats_only_beyond_ten_percent_loss() {
+        let mut r = jumped_path_model();
         let rtt = Some(Duration::from_millis(100));
         // 40 of the jump's segments delivered, then 7 lost: 3 + 10 % of 48 = 7.8 may be.
         r.on_ack(ms(100), 40_000, Some(40), rtt, 0, 10e3, 50);
@@ -648,9 +654,7 @@ mod tests {
 
     #[test]
     fn losses_among_a_jumps_first_packets_are_judged_only_over_a_quarter_of_it() {
-        let mut r = resume_for(true);
-        r.confirm(ms(0), Duration::from_millis(100), 0.0, 0, 0, 10.0 * MSS);
-        r.on_window_full(50.0 * MSS, 50);
+        let mut r = jumped_path_model();
         let rtt = Some(Duration::from_millis(100));
         // 5 delivered and 5 lost of the first 10: half, but 10 of 50 are too few to say.
         let a = r.on_ack(ms(100), 5000, Some(9), rtt, 5000, 40e3, 50);
@@ -677,9 +681,7 @@ mod tests {
 
     #[test]
     fn after_a_validated_jump_a_path_model_is_watched_for_a_queue_until_told() {
-        let mut r = resume_for(true);
-        r.confirm(ms(0), Duration::from_millis(100), 0.0, 0, 0, 10.0 * MSS);
-        r.on_window_full(50.0 * MSS, 50);
+        let mut r = jumped_path_model();
         let rtt = Some(Duration::from_millis(100));
         r.on_ack(ms(100), 1000, Some(0), rtt, 0, 49e3, 50);
         let a = r.on_ack(ms(150), 49_000, Some(49), rtt, 0, 0.0, 50);
