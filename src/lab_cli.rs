@@ -51,7 +51,8 @@ pub struct SimArgs {
     #[arg(long, allow_hyphen_values = true)]
     host_jitter: Option<String>,
     /// Start each finite flow (--transfer) as a connection to a peer seen before, with
-    /// Careful Resume (RFC 9959): `on` resumes from the path's own rate and base RTT,
+    /// Careful Resume (RFC 9959): `on` resumes from the path's own payload rate less its
+    /// random loss (what an earlier connection delivered) and its base RTT,
     /// `RATE,RTT` (e.g. 500mbit,200ms) from stale or wrong values, to test the RTT check
     /// and the retreat; a list takes `;` [default: off].
     #[arg(long, allow_hyphen_values = true)]
