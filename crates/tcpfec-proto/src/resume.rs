@@ -198,7 +198,9 @@ pub(crate) struct CarefulResume {
     validating_since: Option<(Instant, f64)>,
     /// Safe Retreat: the window's cap, bytes.
     retreat_cap: f64,
-    /// Completed: a queue ends the slow start that follows the jump (until a loss has).
+    /// Completed: the slow start or start-up that follows the jump is watched. A queue
+    /// (or a loss) ends a window rule's slow start; a path model is watched until the
+    /// sender stops it (`stop_watching`).
     watching: bool,
     /// Bytes declared lost when the jump was validated.
     lost_at_completion: u64,
@@ -248,6 +250,12 @@ impl CarefulResume {
     /// Where the resume is.
     pub(crate) fn status(&self) -> ResumeStatus {
         self.status
+    }
+
+    /// True for a controller that models the path (BBR, `auto`): the one kind that
+    /// tolerates loss in the jump.
+    fn models_path(&self) -> bool {
+        self.loss_tolerance > 0.0
     }
 
     /// The saved delivery rate, payload bytes per second.
@@ -369,7 +377,6 @@ impl CarefulResume {
             };
         }
         self.status = ResumeStatus::Validating;
-        self.validating_since = None;
         self.last_unvalidated = next.saturating_sub(1).max(self.first_unvalidated);
         self.validating_base = flight;
         self.validating_acked = 0.0;
@@ -404,7 +411,7 @@ impl CarefulResume {
             };
         }
         let queued = self.late_samples >= DELAY_SAMPLES;
-        if self.watching && self.loss_tolerance > 0.0 {
+        if self.watching && self.models_path() {
             // A controller that models the path is watched until it leaves its start-up
             // (`queue_seen`, `stop_watching`): losses do not end BBR's Startup.
             return ResumeAction::None;

@@ -93,14 +93,12 @@ impl Sender {
     /// lets the queue's delay end slow start first. Past [`CSS_END`] saved BDPs without a
     /// queue the saved rate was too low, and slow start doubles again, as HyStart++ does
     /// after CSS_ROUNDS rounds of CSS without a delay increase (five rounds of a quarter
-    /// more are three times the window). `before` is the window before this ACK.
+    /// more are three times the window). `before` is the window before this ACK; the
+    /// caller asks only while [`Sender::slow_start_watched`].
     pub(super) fn conserve_slow_start_past_saved_path(&mut self, before: f64) {
         let Some(r) = self.resume.as_ref() else {
             return;
         };
-        if self.models_path || !r.watching() {
-            return;
-        }
         let after = self.cc.cwnd();
         let mss = self.mss as f64;
         let past = before * mss / r.saved_bdp().max(1.0);
@@ -111,28 +109,33 @@ impl Sender {
             .set_cwnd(before + (after - before) / CSS_GROWTH_DIVISOR);
     }
 
+    /// True while a window rule's slow start after a validated jump is watched: only
+    /// then does an ACK's window growth go through
+    /// [`Sender::conserve_slow_start_past_saved_path`].
+    pub(super) fn slow_start_watched(&self) -> bool {
+        !self.models_path && self.resume.as_ref().is_some_and(|r| r.watching())
+    }
+
     /// Hands what Careful Resume decided to the congestion controller. Window and
     /// threshold arithmetic is for window rules only: a controller that models the path
-    /// keeps its own (BBR ignores `set_cwnd` and leaves Startup on a retreat).
+    /// keeps its own (BBR ignores `set_cwnd`, and leaves Startup on a retreat a queue
+    /// called).
     pub(super) fn apply_resume(&mut self, action: ResumeAction) {
         let mss = self.mss as f64;
         let window_rule = !self.models_path;
         match action {
             ResumeAction::None => {}
-            ResumeAction::Settle { cwnd_bytes } => {
+            ResumeAction::Settle { cwnd_bytes } | ResumeAction::Validated { cwnd_bytes, .. } => {
                 let w = self.cc.cwnd().max(cwnd_bytes / mss);
                 self.cc.set_cwnd(w);
+                if let ResumeAction::Validated { delivery_rate, .. } = action {
+                    self.cc.on_jump_delivered(delivery_rate);
+                }
             }
-            ResumeAction::Validated {
-                cwnd_bytes,
-                delivery_rate,
-            } => {
-                let w = self.cc.cwnd().max(cwnd_bytes / mss);
-                self.cc.set_cwnd(w);
-                self.cc.on_jump_delivered(delivery_rate);
-            }
-            ResumeAction::Retreat { queue } if queue || window_rule => self.cc.leave_startup(),
-            ResumeAction::Retreat { .. } => {}
+            // After a retreat on loss alone BBR keeps its own rules, which answer loss in
+            // Startup themselves; window rules have no start-up to leave.
+            ResumeAction::Retreat { queue: true } => self.cc.leave_startup(),
+            ResumeAction::Retreat { queue: false } => {}
             ResumeAction::EndSlowStart => {
                 let cwnd = self.cc.cwnd();
                 if window_rule && cwnd < self.cc.ssthresh() {

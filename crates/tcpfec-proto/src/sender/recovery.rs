@@ -154,7 +154,7 @@ impl Sender {
                 }
             }
         } else {
-            let before = self.cc.cwnd();
+            let before = self.slow_start_watched().then(|| self.cc.cwnd());
             if self.byte_counting {
                 for _ in 0..acked {
                     self.cc.on_ack(now, 1, self.rtt.srtt());
@@ -162,7 +162,9 @@ impl Sender {
             } else {
                 self.cc.on_ack(now, acked, self.rtt.srtt());
             }
-            self.conserve_slow_start_past_saved_path(before);
+            if let Some(before) = before {
+                self.conserve_slow_start_past_saved_path(before);
+            }
         }
         if let Some(c) = self.congestion_cap.as_mut() {
             let rtt = self.rtt.latest().zip(self.rtt.min_rtt());
