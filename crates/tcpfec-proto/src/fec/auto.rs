@@ -295,12 +295,21 @@ impl AutoControl {
         // losses at a full queue are left out, so must the arrivals be.
         let received = received.saturating_sub(congestion_received);
         self.observe(received, lost, runs);
-        self.pipe = (self.pipe * fade(received + lost)).max(window / 2.0);
-        let all = received + lost + congestion_received + congestion_lost;
-        self.recent_packets = self.recent_packets * fade(all) + all as f64;
+        // One `powf` per distinct count: a report comes with every ACK, and most count
+        // no packet at a full queue.
+        let measured = received + lost;
+        let fade_measured = fade(measured);
+        self.pipe = (self.pipe * fade_measured).max(window / 2.0);
+        let all = measured + congestion_received + congestion_lost;
+        let fade_all = if all == measured {
+            fade_measured
+        } else {
+            fade(all)
+        };
+        self.recent_packets = self.recent_packets * fade_all + all as f64;
         self.recent_congestion_lost =
-            self.recent_congestion_lost * fade(all) + congestion_lost as f64;
-        self.since_sizing += received + lost;
+            self.recent_congestion_lost * fade_all + congestion_lost as f64;
+        self.since_sizing += measured;
         let longest = stream_block.map_or(self.p.max_block as usize, |n| {
             n.clamp(2, self.p.max_block as usize)
         });
