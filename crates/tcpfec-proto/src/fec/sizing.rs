@@ -4,8 +4,9 @@
 //! least repair overhead M / (K + M).
 //!
 //! The loss count in a block of n consecutive packets on a Gilbert channel is computed
-//! exactly by a forward recursion over (state, losses so far), O(n²) per n; on a Bernoulli
-//! channel it is the binomial tail. K is bounded above by the repair delay a block may add
+//! exactly by a forward recursion over (state, losses so far), one step per packet, with
+//! losses counted one by one only as far as the search asks (the rest in one bin); on a
+//! Bernoulli channel it is the binomial tail. K is bounded above by the repair delay a block may add
 //! (the caller turns "a fraction of an RTT" into packets) and by the code's limit; larger
 //! blocks need relatively fewer repairs (the law of large numbers), so the search prefers
 //! the largest K the delay allows and the least M for it.
@@ -47,9 +48,9 @@ pub fn block_failure(est: &ChannelEstimate, n: usize, m: usize) -> f64 {
 }
 
 thread_local! {
-    /// The cells of the last table built on this thread, kept for the next: a table of
-    /// every block length is 33 k values (260 KB), and `auto` builds two per resize. Built
-    /// afresh each time, its allocation and first touch cost more than the recursion.
+    /// The cells of the last table built on this thread, kept for the next: `auto` builds
+    /// a table at every resize (every 64 packets measured), and a reused buffer costs no
+    /// allocation.
     static SCRATCH: core::cell::Cell<Vec<f64>> = const { core::cell::Cell::new(Vec::new()) };
 }
 
@@ -195,8 +196,8 @@ pub const MOST_REPAIR: CodeSize = CodeSize {
     m: MAX_BLOCK - 1,
 };
 
-/// Sizes codes for one channel estimate and failure target. The failure table (O(n²) over
-/// every block length) is built once, whatever number of delay bounds are tried with it.
+/// Sizes codes for one channel estimate and failure target. The failure table (a row per
+/// block length) is built once, whatever number of delay bounds are tried with it.
 pub struct Sizer {
     target: f64,
     /// `None` on a loss-free estimate, which needs no table.
