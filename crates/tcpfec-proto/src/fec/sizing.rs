@@ -142,8 +142,9 @@ impl FailureTable {
         // Counts reachable after n packets: 0..=n, the last bin holding all beyond it.
         let top = n.min(width);
         if n > 1 {
-            // The lumped bin keeps what it holds whether the packet is lost or not: a
-            // loss leaves it in the bad state, a delivery in the good one.
+            // The lumped bin (filled once more than `width` packets have passed) keeps
+            // what it holds whether the packet is lost or not: a loss leaves it in the bad
+            // state, a delivery in the good one.
             let (g_top, b_top) = (good[width], bad[width]);
             // One more packet: good → good (kept), good → bad (lost), bad → good (kept),
             // bad → bad (lost). Cell j reads cell j − 1 as it was before this packet,
@@ -156,7 +157,7 @@ impl FailureTable {
                 *bj = g_before * p + b_before * keep_bad;
                 (g_before, b_before) = (g, b);
             }
-            if top == width {
+            if n > width {
                 bad[width] += g_top * p + b_top * keep_bad;
             }
             // No losses so far: only good → good and bad → good lead here, and bad[0]
