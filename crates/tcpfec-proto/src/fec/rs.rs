@@ -1,11 +1,15 @@
 //! Reed-Solomon (K+M, K) over GF(2^8) for groups of up to 255 packets (SPEC T1, A1), using
-//! the `reed-solomon-erasure` crate (SIMD kernels). Shards are the payloads zero-padded to
-//! the longest (no copy when all have the same length, the common case); the payload
-//! lengths are coded by the same code as 2-byte shards whose parity rides at the end of
-//! each repair packet, so a rebuilt member has its exact length.
+//! the `reed-solomon-erasure` crate's code and SIMD kernels. Shards are the payloads
+//! zero-padded to the longest; the payload lengths are coded by the same code as 2-byte
+//! shards whose parity rides at the end of each repair packet, so a rebuilt member has its
+//! exact length.
+//!
+//! Encoding needs only the code's parity rows, which this module computes in closed form
+//! ([`parity_rows`]) and multiplies in with the crate's kernels; only decoding builds the
+//! crate's codec.
 
 use bytes::Bytes;
-use reed_solomon_erasure::galois_8::ReedSolomon;
+use reed_solomon_erasure::galois_8::{self, ReedSolomon};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -18,6 +22,8 @@ pub const MAX_SHARDS: usize = 256;
 #[derive(Default)]
 pub struct RsCache {
     codecs: Vec<((usize, usize), Weak<Codec>)>,
+    /// Parity rows by (data shards, parity shards), most recently used last.
+    rows: Vec<((usize, usize), Vec<u8>)>,
 }
 
 impl core::fmt::Debug for RsCache {
@@ -143,6 +149,39 @@ fn codec_parity(k: usize, m: usize) -> usize {
     m.next_power_of_two().min(MAX_SHARDS.saturating_sub(k))
 }
 
+/// The first `m` parity rows of the crate's (k, m) code, row-major (`m * k` coefficients):
+/// exactly the rows its codec would use, without building it. The crate's code is the
+/// Vandermonde matrix of the points 0, 1, ..., k + m - 1 times the inverse of its top k × k
+/// square, so row r maps the values of a polynomial of degree < k at the points 0..k to its
+/// value at r: the Lagrange coefficients L_i(r) = Π_{l≠i} (r - l) / (i - l) (in GF(2^8),
+/// minus is XOR). O(k² + mk) multiplications where the codec inverts a k × k matrix
+/// (~80 M instructions at k = 128, once per shape, and `auto` changes shape with almost
+/// every Reed-Solomon group).
+pub fn parity_rows(k: usize, m: usize) -> Vec<u8> {
+    assert!(k + m <= MAX_SHARDS, "({k}, {m}) is beyond the shard limit");
+    let point = |i: usize| i as u8;
+    // D_i = Π_{l≠i} (i - l): the Lagrange denominators, all nonzero (distinct points).
+    let denominators: Vec<u8> = (0..k)
+        .map(|i| {
+            (0..k)
+                .filter(|&l| l != i)
+                .fold(1u8, |d, l| galois_8::mul(d, point(i) ^ point(l)))
+        })
+        .collect();
+    let mut rows = Vec::with_capacity(m * k);
+    for r in k..k + m {
+        // N_r = Π_l (r - l), so L_i(r) = N_r / (r - i) / D_i.
+        let numerator = (0..k).fold(1u8, |n, l| galois_8::mul(n, point(r) ^ point(l)));
+        rows.extend((0..k).map(|i| {
+            galois_8::div(
+                galois_8::div(numerator, point(r) ^ point(i)),
+                denominators[i],
+            )
+        }));
+    }
+    rows
+}
+
 impl RsCache {
     /// The codec of (k, [`codec_parity`]), whose first `m` parity rows are the (k, m) code.
     fn get(&mut self, k: usize, m: usize) -> Option<Arc<Codec>> {
@@ -164,29 +203,47 @@ impl RsCache {
         Some(c)
     }
 
+    /// The parity rows of (k, m), computed once while the shape stays in use.
+    fn rows(&mut self, k: usize, m: usize) -> &[u8] {
+        match self.rows.iter().position(|(s, _)| *s == (k, m)) {
+            Some(i) => {
+                let entry = self.rows.remove(i);
+                self.rows.push(entry);
+            }
+            None => {
+                if self.rows.len() >= 16 {
+                    self.rows.remove(0);
+                }
+                self.rows.push(((k, m), parity_rows(k, m)));
+            }
+        }
+        &self.rows.last().expect("just pushed").1
+    }
+
     /// The `m` repair packets of `payloads` (each: parity shard + 2 bytes of length
-    /// parity); `None` if the shape is not codable.
+    /// parity); `None` if the shape is not codable. Byte for byte what the crate's codec
+    /// of shape (k, m) makes of the payloads zero-padded to the longest.
     pub fn encode(&mut self, payloads: &[Bytes], m: usize) -> Option<Vec<Vec<u8>>> {
         let k = payloads.len();
         let len = payloads.iter().map(|p| p.len()).max()?;
-        let rows = codec_parity(k, m);
-        let mut parity = vec![vec![0u8; len]; rows];
-        let codec = self.get(k, m)?;
-        if payloads.iter().all(|p| p.len() == len) {
-            codec.rs.encode_sep(payloads, &mut parity).ok()?;
-        } else {
-            let padded: Vec<Vec<u8>> = payloads.iter().map(|p| padded(p, len)).collect();
-            codec.rs.encode_sep(&padded, &mut parity).ok()?;
+        if m == 0 || k + m > MAX_SHARDS {
+            return None;
         }
-        let lens: Vec<[u8; 2]> = payloads
-            .iter()
-            .map(|p| (p.len() as u16).to_be_bytes())
-            .collect();
-        let mut len_parity = vec![[0u8; 2]; rows];
-        codec.rs.encode_sep(&lens, &mut len_parity).ok()?;
-        parity.truncate(m);
-        for (shard, lp) in parity.iter_mut().zip(&len_parity) {
-            shard.extend_from_slice(lp);
+        let rows = self.rows(k, m);
+        let mut parity = vec![vec![0u8; len + 2]; m];
+        // Payload-major, like the crate: each payload is read once while the m parity
+        // shards stay in cache. Zero padding adds nothing, so shorter payloads only touch
+        // their own length.
+        for (i, p) in payloads.iter().enumerate() {
+            let n = (p.len() as u16).to_be_bytes();
+            for (j, out) in parity.iter_mut().enumerate() {
+                let c = rows[j * k + i];
+                if !p.is_empty() {
+                    galois_8::mul_slice_xor(c, p, &mut out[..p.len()]);
+                }
+                out[len] ^= galois_8::mul(c, n[0]);
+                out[len + 1] ^= galois_8::mul(c, n[1]);
+            }
         }
         Some(parity)
     }
@@ -382,12 +439,17 @@ mod tests {
         }
     }
 
-    /// A codec serves smaller parity counts: its first m parity rows are byte for byte
-    /// the repairs a codec built for exactly (k, m) makes (the wire format depends on it).
+    /// The closed-form parity rows are the crate's: repairs, length parity included, are
+    /// byte for byte what a codec built for exactly (k, m) makes of the zero-padded
+    /// payloads (the wire format depends on it), at the shard limit's corners too.
     #[test]
-    fn shared_codecs_make_exactly_the_repairs_of_their_shape() {
+    fn repairs_are_exactly_the_crates_code_of_their_shape() {
         let mut c = RsCache::default();
-        for (k, m) in [(4usize, 3usize), (16, 5), (128, 15), (200, 9), (250, 6)] {
+        let shapes = [(1usize, 1usize), (4, 3), (16, 5), (83, 4), (128, 15)];
+        for (k, m) in shapes
+            .into_iter()
+            .chain([(200, 9), (250, 6), (255, 1), (2, 254)])
+        {
             let p = payloads(k, (k * m) as u64);
             let ours = c.encode(&p, m).unwrap();
             let len = p.iter().map(|x| x.len()).max().unwrap();
@@ -395,10 +457,32 @@ mod tests {
             let padded: Vec<Vec<u8>> = p.iter().map(|x| padded(x, len)).collect();
             let mut parity = vec![vec![0u8; len]; m];
             exact.encode_sep(&padded, &mut parity).unwrap();
-            for (o, e) in ours.iter().zip(&parity) {
+            let lens: Vec<[u8; 2]> = p.iter().map(|x| (x.len() as u16).to_be_bytes()).collect();
+            let mut len_parity = vec![[0u8; 2]; m];
+            exact.encode_sep(&lens, &mut len_parity).unwrap();
+            assert_eq!(ours.len(), m);
+            for ((o, e), l) in ours.iter().zip(&parity).zip(&len_parity) {
                 assert_eq!(&o[..len], &e[..], "k={k} m={m}");
+                assert_eq!(&o[len..], &l[..], "k={k} m={m}: length parity");
             }
         }
+    }
+
+    /// Empty payloads code as zero-length shards: their repair is the length parity alone,
+    /// and a lost one comes back empty.
+    #[test]
+    fn empty_payloads_encode_and_come_back_empty() {
+        let mut c = RsCache::default();
+        let p = vec![Bytes::new(), Bytes::from_static(b"xyz"), Bytes::new()];
+        let rep: Vec<Option<Bytes>> = c
+            .encode(&p, 2)
+            .unwrap()
+            .into_iter()
+            .map(|r| Some(Bytes::from(r)))
+            .collect();
+        let data = vec![None, Some(p[1].clone()), None];
+        let got = c.decode(&data, &rep).unwrap();
+        assert_eq!(got, vec![(0, Bytes::new()), (2, Bytes::new())]);
     }
 
     #[test]
