@@ -771,6 +771,34 @@ fn system_congestion() -> String {
         .unwrap_or_default()
 }
 
+/// Attempts at an ephemeral port free for both protocols (`bind_ephemeral_pair`).
+const EPHEMERAL_PAIR_ATTEMPTS: usize = 16;
+
+/// The tcpfec endpoint and the kernel TCP listener on one ephemeral port (`--listen
+/// HOST:0`). The kernel picks a TCP port, and UDP binds the same number; should another
+/// socket hold that UDP port, the next pick is tried. Binding UDP first and TCP on its
+/// number failed now and then where the number was some TCP connection's own port.
+async fn bind_ephemeral_pair(
+    listen: SocketAddr,
+    cfg: EndpointConfig,
+    threads: usize,
+) -> Result<(Endpoint, Option<tokio::net::TcpListener>), String> {
+    let mut last = String::new();
+    for _ in 0..EPHEMERAL_PAIR_ATTEMPTS {
+        let tcp = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| format!("--listen {listen} (TCP): {e}"))?;
+        let addr = tcp.local_addr().map_err(|e| e.to_string())?;
+        match Endpoint::server(addr, cfg.clone(), threads).await {
+            Ok(ep) => return Ok((ep, Some(tcp))),
+            Err(e) => last = format!("--listen {addr} (UDP): {e}"),
+        }
+    }
+    Err(format!(
+        "no port free for both UDP and TCP in {EPHEMERAL_PAIR_ATTEMPTS} tries; last: {last}"
+    ))
+}
+
 /// `tcpfec perf --server`.
 fn serve(a: PerfArgs) -> Result<(), String> {
     let key = a.security.key()?;
@@ -798,24 +826,30 @@ fn serve(a: PerfArgs) -> Result<(), String> {
     let threads = a.threads.count();
     runtime_with(threads)?.block_on(async move {
         let listen = resolve("--listen", &with_port(&a.listen)).await?;
-        let ep = Endpoint::server(listen, cfg, threads)
-            .await
-            .map_err(|e| format!("--listen {listen} (UDP): {e}"))?;
-        let local = ep.local_addr().map_err(|e| e.to_string())?;
-        let tcp = if a.no_tcp {
-            None
+        let (ep, tcp) = if listen.port() == 0 && !a.no_tcp {
+            bind_ephemeral_pair(listen, cfg, threads).await?
         } else {
-            // The same port number, so clients find both at one address.
-            match tokio::net::TcpListener::bind(local).await {
-                Ok(l) => Some(l),
-                Err(e) => {
-                    eprintln!(
-                        "warning: no kernel TCP listener at {local}: {e}; serving tcpfec only"
-                    );
-                    None
+            let ep = Endpoint::server(listen, cfg, threads)
+                .await
+                .map_err(|e| format!("--listen {listen} (UDP): {e}"))?;
+            let local = ep.local_addr().map_err(|e| e.to_string())?;
+            let tcp = if a.no_tcp {
+                None
+            } else {
+                // The same port number, so clients find both at one address.
+                match tokio::net::TcpListener::bind(local).await {
+                    Ok(l) => Some(l),
+                    Err(e) => {
+                        eprintln!(
+                            "warning: no kernel TCP listener at {local}: {e}; serving tcpfec only"
+                        );
+                        None
+                    }
                 }
-            }
+            };
+            (ep, tcp)
         };
+        let local = ep.local_addr().map_err(|e| e.to_string())?;
         if json_out {
             println!(
                 "{}",
