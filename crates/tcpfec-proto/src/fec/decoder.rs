@@ -202,6 +202,9 @@ impl Decoder {
                 continue;
             }
             g.add_member(i, payload);
+            if g.n_repairs == 0 || g.missing() == 0 {
+                continue; // nothing to rebuild yet, or nothing left to (`try_decode`)
+            }
             for r in self.try_decode(key) {
                 if out.iter().all(|(s, _)| *s != r.0) {
                     out.push(r);
