@@ -777,7 +777,8 @@ const EPHEMERAL_PAIR_ATTEMPTS: usize = 16;
 /// The tcpfec endpoint and the kernel TCP listener on one ephemeral port (`--listen
 /// HOST:0`). The kernel picks a TCP port, and UDP binds the same number; should another
 /// socket hold that UDP port, the next pick is tried. Binding UDP first and TCP on its
-/// number failed now and then where the number was some TCP connection's own port.
+/// number failed now and then (tests binding many sockets at once), where another
+/// socket already held that number for TCP.
 async fn bind_ephemeral_pair(
     listen: SocketAddr,
     cfg: EndpointConfig,
