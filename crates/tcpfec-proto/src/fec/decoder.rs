@@ -50,6 +50,11 @@ impl GroupRx {
         self.group.count as u32 - self.n_received.min(self.group.count as u32)
     }
 
+    /// A decode could rebuild something: a repair has come and a member is missing.
+    fn may_rebuild(&self) -> bool {
+        self.n_repairs > 0 && self.missing() > 0
+    }
+
     /// Members at or below `highest` not received.
     fn missing_up_to(&self, highest: u64) -> u32 {
         (0..self.group.count as usize)
@@ -202,8 +207,8 @@ impl Decoder {
                 continue;
             }
             g.add_member(i, payload);
-            if g.n_repairs == 0 || g.missing() == 0 {
-                continue; // nothing to rebuild yet, or nothing left to (`try_decode`)
+            if !g.may_rebuild() {
+                continue; // spares `try_decode` its lookup on almost every arrival
             }
             for r in self.try_decode(key) {
                 if out.iter().all(|(s, _)| *s != r.0) {
@@ -299,10 +304,10 @@ impl Decoder {
         let Some(g) = self.groups.get_mut(&key) else {
             return Vec::new();
         };
-        let missing = g.missing();
-        if missing == 0 || g.n_repairs == 0 {
+        if !g.may_rebuild() {
             return Vec::new();
         }
+        let missing = g.missing();
         if missing > g.n_repairs {
             if missing > g.group.repairs as u32 && !g.failed_counted {
                 g.failed_counted = true;
