@@ -23,9 +23,9 @@ const CSS_END: f64 = 3.0;
 /// 9959's half of the saved BDP), so their rate measures that pace rather than the path.
 /// The path carried the pace without a queue or loss beyond what the jump tolerates, so
 /// the saved rate it delivered before stands, up to twice the pace seen (a path slower
-/// than the pace delivers below it). Taken at the pace, BBR v3 ended its start-up at
-/// 0.7 of a 50 Mb/s path whenever a 2 % lossy channel's unrepaired jump losses met its
-/// high-loss rule, and cruised there until its next bandwidth probe, seconds later.
+/// than the pace delivers below it). Taken at the pace, BBR v3 ends its start-up at 0.7
+/// of a 50 Mb/s path whenever a 2 % lossy channel's unrepaired jump losses meet its
+/// high-loss rule, and cruises there until its next bandwidth probe, seconds later.
 fn path_rate_after_jump(delivery_rate: f64, saved_rate: f64) -> f64 {
     delivery_rate.max(saved_rate.min(2.0 * delivery_rate))
 }
