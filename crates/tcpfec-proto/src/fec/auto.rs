@@ -104,6 +104,20 @@ fn cautious(est: &ChannelEstimate) -> ChannelEstimate {
 /// The weight a count keeps after `packets` more measured packets: it halves over
 /// [`SLOW_MEMORY`], as the channel estimate forgets.
 fn fade(packets: u64) -> f64 {
+    // Reports come with every ACK and count a packet or two each: their weights are read
+    // from a table of the same `powf`s, which was most of what a report cost.
+    static SMALL: std::sync::LazyLock<[f64; FADES_TABULATED]> =
+        std::sync::LazyLock::new(|| core::array::from_fn(|n| fade_computed(n as u64)));
+    usize::try_from(packets)
+        .ok()
+        .and_then(|n| SMALL.get(n).copied())
+        .unwrap_or_else(|| fade_computed(packets))
+}
+
+/// Counts whose fade is read from a table.
+const FADES_TABULATED: usize = 64;
+
+fn fade_computed(packets: u64) -> f64 {
     0.5f64.powf(packets as f64 / SLOW_MEMORY)
 }
 

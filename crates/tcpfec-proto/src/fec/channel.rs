@@ -128,6 +128,10 @@ impl ChannelEstimator {
     fn loss_jumped(&self) -> bool {
         let slow = self.slow.loss_rate();
         let fast = self.fast.loss_rate();
+        // Asked after every packet: the cheap half of the test first.
+        if fast <= 2.0 * slow {
+            return false;
+        }
         // Standard deviation of a loss-rate estimate over FAST_MEMORY packets if the
         // long-memory channel were the truth (its rate floored so a loss-free past is not
         // "certain"). Bursts inflate the variance of a loss count by about 2b − 1 for
@@ -136,7 +140,7 @@ impl ChannelEstimator {
         let p = slow.max(1.0 / SLOW_MEMORY);
         let burst = self.estimate().mean_burst;
         let sd = (p * (1.0 - p) * (2.0 * burst - 1.0) / FAST_MEMORY).sqrt();
-        fast > 2.0 * slow && fast - slow > 4.0 * sd
+        fast - slow > 4.0 * sd
     }
 
     /// The current estimate.

@@ -228,22 +228,52 @@ pub struct WindowStats {
 /// kept in reduced row-echelon form (each row leads with an unknown no other row has).
 #[derive(Debug, Default)]
 pub struct WindowDecoder {
-    /// Payloads of segments `[base, base + known.len())` that arrived or were rebuilt.
-    known: VecDeque<Option<Bytes>>,
-    base: u64,
+    /// Payloads of the recent segments that arrived or were rebuilt.
+    known: Kept,
     rows: Vec<Row>,
     /// Counters.
     pub stats: WindowStats,
 }
 
-impl WindowDecoder {
-    fn known_payload(&self, seg: u64) -> Option<&Bytes> {
-        let i = seg.checked_sub(self.base)?;
-        self.known.get(i as usize)?.as_ref()
+/// The payloads of segments `[base, base + len)`, `len` at most [`KEEP`], each in slot
+/// `segment mod KEEP` of a ring: the window slides by a segment per arrival, which a ring
+/// does by rewriting one slot. Slots outside the window are empty.
+#[derive(Debug, Default)]
+struct Kept {
+    slots: Vec<Option<Bytes>>,
+    base: u64,
+    len: usize,
+}
+
+impl Kept {
+    fn slot(seg: u64) -> usize {
+        (seg % KEEP as u64) as usize
     }
 
-    fn store(&mut self, seg: u64, payload: &Bytes) {
-        if self.known.is_empty() {
+    fn get(&self, seg: u64) -> Option<&Bytes> {
+        let i = seg.checked_sub(self.base)?;
+        if i >= self.len as u64 {
+            return None;
+        }
+        self.slots[Self::slot(seg)].as_ref()
+    }
+
+    /// Forgets every segment; the window starts again at `base`.
+    fn restart_at(&mut self, base: u64) {
+        for i in 0..self.len as u64 {
+            self.slots[Self::slot(self.base.wrapping_add(i))] = None;
+        }
+        self.base = base;
+        self.len = 0;
+    }
+
+    /// Keeps `payload` for `seg`, sliding the window forward to reach it, or back if it
+    /// still has room for an older one; a segment older than that is not kept (false).
+    fn store(&mut self, seg: u64, payload: &Bytes) -> bool {
+        if self.slots.is_empty() {
+            self.slots = vec![None; KEEP];
+        }
+        if self.len == 0 {
             self.base = seg;
         }
         if seg < self.base {
@@ -252,39 +282,44 @@ impl WindowDecoder {
             // treating a segment it had as missing, and rebuilding (delivering) it a
             // second time from the next repairs (found by the `fec` fuzz target).
             let back = self.base - seg;
-            if back > KEEP.saturating_sub(self.known.len()) as u64 {
-                return; // older than anything a repair may still cover
-            }
-            for _ in 0..back {
-                self.known.push_front(None);
+            if back > KEEP.saturating_sub(self.len) as u64 {
+                return false; // older than anything a repair may still cover
             }
             self.base = seg;
+            self.len += back as usize;
         }
         // Saturating: a hostile segment number at the end of the space (engine fuzz
         // target) would overflow, and it clears the window like any far jump.
         let span = (seg - self.base).saturating_add(1);
         if span > KEEP as u64 {
             let drop = span - KEEP as u64;
-            if drop >= self.known.len() as u64 {
-                self.known.clear();
-                self.base = seg;
+            if drop >= self.len as u64 {
+                self.restart_at(seg);
             } else {
-                // One at a time: the window slides by one segment per arrival, and a
-                // drain of one paid more to set up than to drop it.
                 for _ in 0..drop {
-                    self.known.pop_front();
+                    self.slots[Self::slot(self.base)] = None;
+                    self.base += 1;
+                    self.len -= 1;
                 }
-                self.base += drop;
             }
         }
-        let i = (seg - self.base) as usize;
-        if self.known.len() <= i {
-            self.known.resize(i + 1, None);
-        }
-        self.known[i] = Some(payload.clone());
+        self.len = self.len.max((seg - self.base) as usize + 1);
+        self.slots[Self::slot(seg)] = Some(payload.clone());
+        true
+    }
+}
+
+impl WindowDecoder {
+    fn known_payload(&self, seg: u64) -> Option<&Bytes> {
+        self.known.get(seg)
+    }
+
+    fn store(&mut self, seg: u64, payload: &Bytes) {
         // Equations waiting on segments no longer kept can never be taken apart.
-        let base = self.base;
-        self.rows.retain(|r| r.unknowns[0].0 >= base);
+        if self.known.store(seg, payload) && !self.rows.is_empty() {
+            let base = self.known.base;
+            self.rows.retain(|r| r.unknowns[0].0 >= base);
+        }
     }
 
     /// A source segment arrived (first transmission, retransmission, or rebuilt by
@@ -491,6 +526,39 @@ mod tests {
         assert!(d.on_source(0, &payload(3)).is_empty());
         assert!(d.on_source(u64::MAX, &payload(4)).is_empty());
         assert!(d.known_payload(u64::MAX).is_some());
+    }
+
+    proptest::proptest! {
+        /// The ring is a sliding window of at most [`KEEP`] segments: whatever the order
+        /// of arrivals (in order, reordered, far jumps), every segment of the window
+        /// stored since it entered it is kept with its payload, and nothing else is.
+        #[test]
+        fn the_ring_keeps_exactly_the_window(
+            steps in proptest::collection::vec((0u8..3, 0u64..3000), 1..400)
+        ) {
+            let mut kept = Kept::default();
+            let mut model = std::collections::BTreeMap::new();
+            let mut highest = 5_000u64;
+            for (kind, amount) in steps {
+                let seg = match kind {
+                    0 => highest + amount % 4,
+                    1 => highest.saturating_sub(amount % 1500),
+                    _ => highest + KEEP as u64 / 2 + amount,
+                };
+                highest = highest.max(seg);
+                let payload = Bytes::from(seg.to_be_bytes().to_vec());
+                if kept.store(seg, &payload) {
+                    model.insert(seg, payload);
+                }
+                let (base, len) = (kept.base, kept.len as u64);
+                proptest::prop_assert!(len as usize <= KEEP);
+                model.retain(|&s, _| s >= base);
+                for s in base.saturating_sub(KEEP as u64)..base + len + KEEP as u64 {
+                    let want = model.get(&s).filter(|_| s < base + len);
+                    proptest::prop_assert_eq!(kept.get(s), want, "segment {}", s);
+                }
+            }
+        }
     }
 
     #[test]
