@@ -268,7 +268,9 @@ enum BenchWhat {
     /// reference scenarios (the Sato path with sack, bbr and auto; a 16-flow dumbbell), next
     /// to ns-2 and ns-3 where installed.
     Sim {
-        /// Runs per scenario (the best is reported).
+        /// Runs per scenario (the best is reported). The engine's scenarios run in this
+        /// many rounds, each once a round; a path scheme's cost beside sack's is the median
+        /// of the rounds' ratios.
         #[arg(long, default_value_t = 3)]
         repeat: u32,
         /// ns-2 binary to compare with [default: `ns` on PATH, if any].
