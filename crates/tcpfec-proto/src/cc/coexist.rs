@@ -48,8 +48,12 @@ impl CongestionTally {
     /// meet a near-full queue cut lone flows often enough to cost up to 30 % of their
     /// goodput with the burst left out.)
     pub fn congested(&self) -> bool {
+        // Asked on every ACK, and most rounds have no congestion loss: no square root then.
+        if self.lost < 1.0 {
+            return false;
+        }
         let margin = 3.0 * self.variance.sqrt() + (self.burst - 1.0).max(0.0);
-        self.lost >= 1.0 && self.lost > self.expected + margin
+        self.lost > self.expected + margin
     }
 }
 
