@@ -268,7 +268,7 @@ pub fn run(repeat: u32, refs: &References) -> Result<(), String> {
     let sack_runs = list
         .iter()
         .position(|b| b.id == "sato-ch4-path")
-        .map(|i| rounds[i].clone());
+        .map(|i| &rounds[i]);
     println!(
         "{:<15} {:<7} {:>9} {:>13} {:>16} {:>9} {:>9} {:>9} {:>9}",
         "scenario",
@@ -300,7 +300,7 @@ pub fn run(repeat: u32, refs: &References) -> Result<(), String> {
         };
         let t_wall = t["wall_s"].as_f64().unwrap_or(f64::NAN);
         let events = t["events"].as_f64().unwrap_or(f64::NAN);
-        let relative = match &sack_runs {
+        let relative = match sack_runs {
             Some(sack) if b.id.starts_with("path-") => {
                 let mut ratios: Vec<f64> = runs
                     .iter()

@@ -17,7 +17,7 @@
 //! the long memory restarts from the short one, so the estimate follows a jump in loss
 //! within a few hundred packets (a few round trips at tens of Mb/s). So it does a fall
 //! to half or less by as many standard deviations, which only an estimate far above what
-//! the path shows now can pass (`ChannelEstimator::loss_fell`); a smaller fall is followed
+//! the path shows now can pass (`ChannelEstimator::loss_changed`); a smaller fall is followed
 //! at the slow pace, which errs on the side of too much repair.
 
 /// Memory of the steady estimate, packets.
@@ -109,7 +109,7 @@ impl ChannelEstimator {
         self.observed += 1;
         self.slow.add(lost, starts_run, SLOW_MEMORY);
         self.fast.add(lost, starts_run, FAST_MEMORY);
-        if self.fast.packets >= FAST_MEMORY && (self.loss_jumped() || self.loss_fell()) {
+        if self.fast.packets >= FAST_MEMORY && self.loss_changed() {
             self.slow = self.fast;
             self.restarts += 1;
         }
@@ -126,42 +126,37 @@ impl ChannelEstimator {
         }
     }
 
-    /// The short memory sees significantly more loss than the long one.
-    fn loss_jumped(&self) -> bool {
+    /// The short memory's loss rate differs significantly from the long one's: more
+    /// than twice it, or half or less, and four standard deviations away (the long
+    /// memory's rate and bursts taken as the truth). A fall passes only where the long
+    /// estimate is far above what the path shows now: with no loss in the short memory
+    /// the long one must be above 3 % for isolated losses, above 22 % for bursts of 5.
+    /// Losses misread as the channel's at a flow's start (a queue maximum from its own
+    /// bursts, a minimum delay taken over a standing queue) had held eight `auto` flows
+    /// sharing a clean half-BDP buffer at a 15 % estimate and a fifth of their packets
+    /// repair for the whole minute.
+    fn loss_changed(&self) -> bool {
         let slow = self.slow.loss_rate();
         let fast = self.fast.loss_rate();
-        // Asked after every packet: the cheap half of the test first.
-        if fast <= 2.0 * slow {
-            return false;
+        // Asked after every packet: the cheap halves of the tests first. A rise is judged
+        // on the long rate floored, so a loss-free past is not "certain".
+        if fast > 2.0 * slow {
+            fast - slow > 4.0 * self.short_memory_sd(slow.max(1.0 / SLOW_MEMORY))
+        } else if 2.0 * fast < slow {
+            slow - fast > 4.0 * self.short_memory_sd(slow)
+        } else {
+            false
         }
-        // Standard deviation of a loss-rate estimate over FAST_MEMORY packets if the
-        // long-memory channel were the truth (its rate floored so a loss-free past is not
-        // "certain"). Bursts inflate the variance of a loss count by about 2b − 1 for
-        // mean burst b (the Gilbert chain's (1 + ρ)/(1 − ρ), ρ = 1 − p − r); without
-        // that, a few bursts close together read as a change of channel.
-        let p = slow.max(1.0 / SLOW_MEMORY);
-        let burst = self.estimate().mean_burst;
-        let sd = (p * (1.0 - p) * (2.0 * burst - 1.0) / FAST_MEMORY).sqrt();
-        fast - slow > 4.0 * sd
     }
 
-    /// The short memory sees significantly less loss than the long one: half or less,
-    /// and four standard deviations below (the long memory's rate and bursts taken as
-    /// the truth). Only a long estimate far above what the path shows now passes both:
-    /// with no loss in the short memory, the long one must be above 3 % for isolated
-    /// losses, above 22 % for bursts of 5. Losses misread as the channel's at a flow's
-    /// start (a queue maximum from its own bursts, a minimum delay taken over a
-    /// standing queue) had held eight `auto` flows sharing a clean half-BDP buffer at a
-    /// 15 % estimate and a fifth of their packets repair for the whole minute.
-    fn loss_fell(&self) -> bool {
-        let slow = self.slow.loss_rate();
-        let fast = self.fast.loss_rate();
-        if 2.0 * fast >= slow {
-            return false;
-        }
+    /// Standard deviation of a loss-rate estimate over [`FAST_MEMORY`] packets on a
+    /// channel losing `p` in the long memory's bursts. Bursts inflate the variance of a
+    /// loss count by about 2b − 1 for mean burst b (the Gilbert chain's (1 + ρ)/(1 − ρ),
+    /// ρ = 1 − p − r); without that, a few bursts close together read as a change of
+    /// channel.
+    fn short_memory_sd(&self, p: f64) -> f64 {
         let burst = self.estimate().mean_burst;
-        let sd = (slow * (1.0 - slow) * (2.0 * burst - 1.0) / FAST_MEMORY).sqrt();
-        slow - fast > 4.0 * sd
+        (p * (1.0 - p) * (2.0 * burst - 1.0) / FAST_MEMORY).sqrt()
     }
 
     /// The current estimate.
