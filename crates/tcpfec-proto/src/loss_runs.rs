@@ -78,6 +78,10 @@ pub(crate) struct LossRunMeter {
     /// Recent maximum of the queueing delay, µs, and when it was last updated.
     queue_max: f64,
     queue_max_at: Option<Instant>,
+    /// The last gap between packets whose time decay was computed (s), and that decay:
+    /// packets that queued behind each other, or were paced at one rate, arrive at one
+    /// gap, and the power was most of what the meter cost per packet.
+    last_time_decay: (f64, f64),
     /// Queueing delay of the latest packet in order, µs: the one a run of losses follows.
     last_queue: u32,
     /// Numbered packets received.
@@ -148,8 +152,12 @@ impl LossRunMeter {
         self.queue_max_at = Some(now);
         let decay = if elapsed < TIME_DECAY_NEGLIGIBLE_S {
             QUEUE_MAX_DECAY
+        } else if elapsed == self.last_time_decay.0 {
+            self.last_time_decay.1
         } else {
-            QUEUE_MAX_DECAY.min(0.5f64.powf(elapsed / QUEUE_MAX_HALF_LIFE_S))
+            let decay = QUEUE_MAX_DECAY.min(0.5f64.powf(elapsed / QUEUE_MAX_HALF_LIFE_S));
+            self.last_time_decay = (elapsed, decay);
+            decay
         };
         self.queue_max = (self.queue_max * decay).max(queue as f64);
         queue

@@ -134,7 +134,6 @@ impl CongestionControl for Cubic {
             self.w.cwnd += 1.0;
             return;
         }
-        let rtt = srtt.map_or(0.1, |d| d.as_secs_f64());
         let epoch = match self.epoch_start {
             Some(e) => e,
             None => {
@@ -151,13 +150,16 @@ impl CongestionControl for Cubic {
             }
         };
         let t = now.saturating_since(epoch).as_secs_f64();
-        let target = self.w_cubic(t + rtt).clamp(self.w.cwnd, 1.5 * self.w.cwnd);
         let alpha = 3.0 * (1.0 - BETA) / (1.0 + BETA);
         self.w_est += alpha * acked as f64 / self.w.cwnd;
         if self.w_cubic(t) < self.w_est {
             // Reno-friendly region: grow at least as fast as AIMD(α, β) would.
             self.w.cwnd = self.w_est;
         } else {
+            // The curve a round trip ahead, read only here: an ACK costs `auto`'s cap
+            // (a CUBIC window) a division less where it follows the Reno line.
+            let rtt = srtt.map_or(0.1, |d| d.as_secs_f64());
+            let target = self.w_cubic(t + rtt).clamp(self.w.cwnd, 1.5 * self.w.cwnd);
             self.w.cwnd += (target - self.w.cwnd) / self.w.cwnd;
         }
     }

@@ -136,6 +136,11 @@ impl ChannelEstimator {
     /// sharing a clean half-BDP buffer at a 15 % estimate and a fifth of their packets
     /// repair for the whole minute.
     fn loss_changed(&self) -> bool {
+        !self.clearly_within_a_factor_of_two() && self.loss_changed_exactly()
+    }
+
+    /// [`Self::loss_changed`] from the two rates themselves.
+    fn loss_changed_exactly(&self) -> bool {
         let slow = self.slow.loss_rate();
         let fast = self.fast.loss_rate();
         // Asked after every packet: the cheap halves of the tests first. A rise is judged
@@ -147,6 +152,25 @@ impl ChannelEstimator {
         } else {
             false
         }
+    }
+
+    /// The short memory's rate is above half the long one's and at most twice it, by a
+    /// margin far beyond rounding: the rates compared as cross products, without the two
+    /// divisions [`Self::loss_changed`] makes after every packet. Where this cannot tell,
+    /// the exact test decides, so the answer is the exact test's.
+    fn clearly_within_a_factor_of_two(&self) -> bool {
+        const MARGIN: f64 = 1e-9;
+        // Counts decayed this far have lost relative precision (subnormal quotients):
+        // the exact test's rounding is not the arithmetic's there.
+        const TINY: f64 = 1e-280;
+        let (f, s) = (&self.fast, &self.slow);
+        if f.losses < TINY || s.losses < TINY {
+            return false;
+        }
+        // fast / slow = (f.losses / f.packets) / (s.losses / s.packets), both positive.
+        let fast = f.losses * s.packets;
+        let slow = s.losses * f.packets;
+        fast <= 2.0 * slow * (1.0 - MARGIN) && 2.0 * fast >= slow * (1.0 + MARGIN)
     }
 
     /// Standard deviation of a loss-rate estimate over [`FAST_MEMORY`] packets on a
@@ -188,6 +212,28 @@ impl ChannelEstimator {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Where the cross products call the two rates within a factor of two, the
+        /// division-based test agrees: no change (rates drawn around exactly 2x and 0.5x).
+        #[test]
+        fn the_quick_test_never_hides_a_change(
+            slow_packets in 1.0f64..20_000.0,
+            fast_packets in 1.0f64..2_000.0,
+            slow_losses in 1e-300f64..500.0,
+            ratio in prop_oneof![0.0f64..4.0, 1.999999f64..2.000001, 0.499999f64..0.500001],
+            burst in 1.0f64..10.0,
+        ) {
+            let slow = Counts { packets: slow_packets, losses: slow_losses.min(slow_packets), runs: slow_losses.min(slow_packets) / burst };
+            let rate = slow.loss_rate() * ratio;
+            let fast = Counts { packets: fast_packets, losses: (rate * fast_packets).min(fast_packets), runs: 0.0 };
+            let e = ChannelEstimator { slow, fast, ..ChannelEstimator::default() };
+            if e.clearly_within_a_factor_of_two() {
+                prop_assert!(!e.loss_changed_exactly(), "{slow:?} {fast:?}");
+            }
+        }
+    }
 
     /// A small deterministic generator (SplitMix64) for channel draws.
     pub(crate) struct Draws(pub u64);

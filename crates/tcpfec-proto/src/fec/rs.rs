@@ -273,6 +273,9 @@ impl RsCache {
         if repairs.iter().flatten().any(|r| r.len() != len + 2) {
             return None;
         }
+        if let Some(one) = self.decode_one(data, repairs, len) {
+            return Some(one);
+        }
         let mut shards: Vec<Option<Vec<u8>>> = data
             .iter()
             .map(|d| d.as_ref().map(|p| padded(p, len)))
@@ -312,6 +315,56 @@ impl RsCache {
             }
         }
         Some(out)
+    }
+}
+
+impl RsCache {
+    /// [`RsCache::decode`] of a group missing one data member, from the first repair that
+    /// arrived: that repair's parity row solved for the missing member, as the crate
+    /// would solve it from the same packets (the present members and the first repair),
+    /// without building a codec or inverting a matrix. `None` where more than one member
+    /// is missing, or none. Payloads are at most `len` bytes, repairs `len` + 2.
+    fn decode_one(
+        &mut self,
+        data: &[Option<Bytes>],
+        repairs: &[Option<Bytes>],
+        len: usize,
+    ) -> Option<Vec<(usize, Bytes)>> {
+        let (k, m) = (data.len(), repairs.len());
+        let mut missing = data.iter().enumerate().filter(|(_, d)| d.is_none());
+        let (lost, _) = missing.next()?;
+        if missing.next().is_some() || k + m > MAX_SHARDS {
+            return None;
+        }
+        let (j, repair) = repairs
+            .iter()
+            .enumerate()
+            .find_map(|(j, r)| r.as_ref().map(|r| (j, r)))?;
+        let row = &self.rows(k, m)[j * k..(j + 1) * k];
+        // repair = Σ row[i] · member[i], so row[lost] · member[lost] = repair + Σ over the
+        // others (minus is XOR). Every coefficient of an MDS code's parity rows is
+        // nonzero.
+        let mut sum = repair[..len].to_vec();
+        let mut length = [repair[len], repair[len + 1]];
+        for (i, member) in data.iter().enumerate() {
+            let Some(p) = member else { continue };
+            // A member longer than the repairs is cut to them, as the crate's shards are.
+            let shard = &p[..p.len().min(len)];
+            galois_8::mul_slice_xor(row[i], shard, &mut sum[..shard.len()]);
+            let n = (p.len() as u16).to_be_bytes();
+            length[0] ^= galois_8::mul(row[i], n[0]);
+            length[1] ^= galois_8::mul(row[i], n[1]);
+        }
+        let c = row[lost];
+        let inverse = galois_8::div(1, c);
+        let n = u16::from_be_bytes([
+            galois_8::mul(inverse, length[0]),
+            galois_8::mul(inverse, length[1]),
+        ]);
+        let payload = sum.get(..n as usize)?;
+        let mut rebuilt = vec![0u8; payload.len()];
+        galois_8::mul_slice(inverse, payload, &mut rebuilt);
+        Some(vec![(lost, Bytes::from(rebuilt))])
     }
 }
 
@@ -386,6 +439,65 @@ mod tests {
                 Bytes::from((0..len).map(|i| (x >> (i % 56)) as u8).collect::<Vec<u8>>())
             })
             .collect()
+    }
+
+    /// One member lost is rebuilt from whichever repair arrived first, at every shape up
+    /// to the shard limit, without a codec; a member longer than the repairs (a hostile
+    /// peer) decodes to something or nothing, never a panic.
+    #[test]
+    fn one_lost_member_is_rebuilt_from_the_first_repair_that_arrived() {
+        let mut c = RsCache::default();
+        for (k, m) in [
+            (2usize, 1usize),
+            (16, 3),
+            (100, 4),
+            (128, 1),
+            (200, 8),
+            (250, 6),
+        ] {
+            let p = payloads(k, 31 * k as u64 + m as u64);
+            let rep: Vec<Bytes> = c
+                .encode(&p, m)
+                .unwrap()
+                .into_iter()
+                .map(Bytes::from)
+                .collect();
+            for lost in [0, k / 3, k - 1] {
+                for first in 0..m {
+                    let data: Vec<Option<Bytes>> =
+                        (0..k).map(|i| (i != lost).then(|| p[i].clone())).collect();
+                    let repairs: Vec<Option<Bytes>> = (0..m)
+                        .map(|j| (j >= first).then(|| rep[j].clone()))
+                        .collect();
+                    let got = c.decode(&data, &repairs).unwrap();
+                    assert_eq!(
+                        got,
+                        vec![(lost, p[lost].clone())],
+                        "({k}, {m}) lost {lost} from repair {first}"
+                    );
+                }
+            }
+        }
+        let p = payloads(8, 5);
+        let rep: Vec<Option<Bytes>> = c
+            .encode(&p, 2)
+            .unwrap()
+            .into_iter()
+            .map(|r| Some(Bytes::from(r)))
+            .collect();
+        let mut data: Vec<Option<Bytes>> = p.iter().cloned().map(Some).collect();
+        data[2] = None;
+        data[5] = Some(Bytes::from(vec![7u8; 3000]));
+        let _ = c.decode(&data, &rep);
+        assert_eq!(
+            registry()
+                .codecs
+                .iter()
+                .filter(|(s, _, _)| s.0 == 250)
+                .count(),
+            0,
+            "no codec was built for one loss"
+        );
     }
 
     /// Any K of K+M packets rebuild every member byte-exactly (every loss pattern of up to

@@ -2,9 +2,29 @@
 
 /// XORs `src` into the start of `dst` (which must be at least as long), 32 bytes at a
 /// time: a fixed-size step the compiler turns into vector XORs (a word a step took twice
-/// the instructions, and XOR is most of what an `auto` sender does to a payload).
+/// the instructions, and XOR is most of what an `auto` sender does to a payload). On a
+/// processor with AVX2 the same loop runs on 32-byte registers instead of the baseline's
+/// 16-byte ones.
 #[inline]
 pub fn xor_into(dst: &mut [u8], src: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, checked just above.
+        return unsafe { xor_into_avx2(dst, src) };
+    }
+    xor_into_any(dst, src)
+}
+
+/// [`xor_into`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn xor_into_avx2(dst: &mut [u8], src: &[u8]) {
+    xor_into_any(dst, src)
+}
+
+/// [`xor_into`] for whatever instructions the caller was compiled for.
+#[inline(always)]
+fn xor_into_any(dst: &mut [u8], src: &[u8]) {
     const STEP: usize = 32;
     let n = src.len();
     let whole = n - n % STEP;
