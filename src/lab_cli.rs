@@ -92,6 +92,12 @@ pub struct SimArgs {
     /// queue overflows: on or off [default: off].
     #[arg(long, allow_hyphen_values = true)]
     hystart: Option<String>,
+    /// Window rules (not BBR) leave their first slow start by HyStart++ (RFC 9406): a
+    /// round trip risen by an eighth (4-16 ms) turns slow start into Conservative Slow
+    /// Start, a quarter of its growth, and five rounds of that into congestion avoidance:
+    /// on or off [default: off; `send`, `perf` and the tunnel always run it].
+    #[arg(long, allow_hyphen_values = true)]
+    hystart_pp: Option<String>,
     /// SACK loss recovery by Proportional Rate Reduction (RFC 6937, as Linux runs it):
     /// each ACK in recovery releases a share of what it delivered, instead of sending
     /// whenever the flight is below the window: on or off [default: off].
@@ -231,6 +237,7 @@ impl SimArgs {
             ("byte-counting", &self.byte_counting),
             ("rack", &self.rack),
             ("hystart", &self.hystart),
+            ("hystart-pp", &self.hystart_pp),
             ("prr", &self.prr),
             ("encapsulation", &self.encapsulation),
             ("initial-window", &self.initial_window),

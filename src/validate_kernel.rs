@@ -320,7 +320,9 @@ impl Reference {
             delayed_ack,
             byte_counting: self == Reference::Kernel,
             rack: self == Reference::Kernel,
-            hystart: self == Reference::Kernel,
+            // Linux's and the engine's own on a real network (`EndpointConfig::new`).
+            hystart: true,
+            hystart_pp: self == Reference::Wire,
             prr: self == Reference::Kernel,
             initial_window: 10,
             duration: Duration::from_secs_f64(BULK_SECONDS),

@@ -108,6 +108,12 @@ impl EndpointConfig {
                 // whole buffer within a few round trips, and a reader that stops (a
                 // tunnel target that does not read) holds 2 MiB, not 64.
                 recv_window_initial: Some(RECV_WINDOW_INITIAL),
+                // Slow start ends before it overflows the queue: CUBIC by Linux's
+                // HyStart (ACK trains, rising delay), every window rule's first slow
+                // start by HyStart++ (RFC 9406). Plain slow start overshoots a 1-BDP
+                // queue by up to a BDP.
+                hystart: true,
+                hystart_pp: true,
                 ..Config::default()
             },
             path_cache: None,

@@ -191,6 +191,12 @@ pub struct Config {
     /// the queue overflows; other controllers ignore it. Off by default (RFC 9438's plain
     /// slow start).
     pub hystart: bool,
+    /// A window rule (not BBR) leaves its first slow start by HyStart++ (RFC 9406): a
+    /// round trip that rises by an eighth (4–16 ms) turns slow start into Conservative
+    /// Slow Start, a quarter of its growth, and five rounds of that into congestion
+    /// avoidance (`cc::hystart_pp`). Not with a Careful Resume, which has its own exit.
+    /// Off by default (the papers' plain slow start); on over real networks.
+    pub hystart_pp: bool,
     /// Loss recovery sends by Proportional Rate Reduction (RFC 6937, as Linux runs it):
     /// in SACK recovery each ACK releases a share of what it delivered, so the flight
     /// falls smoothly to the slow-start threshold, instead of RFC 6675's rule (send
@@ -292,6 +298,7 @@ impl Default for Config {
             byte_counting: false,
             rack: false,
             hystart: false,
+            hystart_pp: false,
             prr: false,
             hold_on_repeated_timeout: false,
             trace: false,

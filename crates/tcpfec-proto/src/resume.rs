@@ -129,18 +129,11 @@ const LOSS_SAMPLE_SHARE: f64 = 0.25;
 /// Beta's default).
 const RETREAT_BETA: f64 = 0.5;
 
-/// A jump packet whose round trip exceeds the RTT that confirmed the path by an eighth
-/// of it, clamped to [`DELAY_MARGIN_MIN`, `DELAY_MARGIN_MAX`] (HyStart++'s RttThresh, RFC
-/// 9406 §4.3), has met a queue: a jump paced below the saved rate builds none on the path
-/// it was saved on, so the path has less room than it had, and the jump retreats before
-/// the queue overflows.
-const DELAY_MARGIN_DIVISOR: u32 = 8;
-/// Round trips in a row that must exceed the limit (HyStart++'s N_RTT_SAMPLE, RFC 9406
-/// §4.3): one packet rebuilt from a repair is acknowledged late, and at 5 % random loss
-/// single late samples retreated jumps on paths with room to spare.
-const DELAY_SAMPLES: u32 = 8;
-const DELAY_MARGIN_MIN: Duration = Duration::from_millis(4);
-const DELAY_MARGIN_MAX: Duration = Duration::from_millis(16);
+/// Round trips in a row that must exceed the delay limit (`CarefulResume::delay_limit`,
+/// HyStart++'s N_RTT_SAMPLE, RFC 9406 §4.3): one packet rebuilt from a repair is
+/// acknowledged late, and at 5 % random loss single late samples retreated jumps on
+/// paths with room to spare.
+const DELAY_SAMPLES: u32 = crate::cc::hystart_pp::N_RTT_SAMPLE;
 
 /// What the sender must do to its congestion controller after an ACK.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -494,11 +487,13 @@ impl CarefulResume {
             && lost > self.loss_tolerance * sent + LOSS_SLACK_PACKETS * self.mss
     }
 
-    /// The longest round trip a jump packet may take before the jump retreats.
+    /// The longest round trip a jump packet may take before the jump retreats: the RTT
+    /// that confirmed the path and an eighth of it, 4–16 ms (HyStart++'s RttThresh, RFC
+    /// 9406 §4.3). Beyond it the packet met a queue: a jump paced below the saved rate
+    /// builds none on the path it was saved on, so the path has less room than it had,
+    /// and the jump retreats before the queue overflows.
     fn delay_limit(&self) -> Duration {
-        let margin =
-            (self.current_rtt / DELAY_MARGIN_DIVISOR).clamp(DELAY_MARGIN_MIN, DELAY_MARGIN_MAX);
-        self.current_rtt + margin
+        self.current_rtt + crate::cc::hystart_pp::rtt_threshold(self.current_rtt)
     }
 
     /// A retransmission timeout: persistent congestion ends the resume at once (RFC 9959

@@ -188,6 +188,8 @@ pub struct Scenario {
     pub rack: bool,
     /// CUBIC leaves slow start by Linux's HyStart (`Config::hystart`).
     pub hystart: bool,
+    /// Window rules leave their first slow start by HyStart++ (`Config::hystart_pp`).
+    pub hystart_pp: bool,
     /// SACK recovery sends by Proportional Rate Reduction (`Config::prr`, as Linux does).
     pub prr: bool,
     /// Initial window, segments.
@@ -275,6 +277,7 @@ impl Default for Scenario {
             byte_counting: false,
             rack: false,
             hystart: false,
+            hystart_pp: false,
             prr: false,
             initial_window: 2,
             min_rto: Duration::from_millis(200),
@@ -486,6 +489,7 @@ impl Scenario {
             byte_counting: self.byte_counting,
             rack: self.rack,
             hystart: self.hystart,
+            hystart_pp: self.hystart_pp,
             prr: self.prr,
             scheme: self.scheme.clone(),
             // Large enough never to limit a simulated flow; payloads are shared, not copied.

@@ -1,7 +1,7 @@
 //! The settings that make a simulated sender grow and recover as Linux's does
 //! (`tcpfec validate --set kernel` uses them): byte counting, RACK's rule for lost
-//! retransmissions, HyStart and Proportional Rate Reduction. Each is measured against
-//! the same run without it.
+//! retransmissions, HyStart and Proportional Rate Reduction; and HyStart++, which the
+//! engine runs over real networks. Each is measured against the same run without it.
 
 use core::time::Duration;
 use tcpfec_proto::Scheme;
@@ -125,6 +125,42 @@ fn hystart_leaves_slow_start_before_the_queue_overflows() {
         ..base
     });
     assert_eq!(seconds(&sack), seconds(&sack_hystart));
+}
+
+#[test]
+fn hystart_plus_plus_ends_a_window_rules_first_slow_start_on_a_rising_round_trip() {
+    // RTT 100 ms, a queue of one BDP (417 packets), 10 MB. Unpaced, slow start's rounds
+    // are bursts the queue absorbs until a flight exceeds a BDP; the next flight's round
+    // trips show the queue, and Conservative Slow Start then adds a quarter of what slow
+    // start would for the rest of the overshooting round.
+    let retransmitted = |r: &RunResult| r.retransmission_rate * r.data_packets as f64;
+    for scheme in ["sack", "cubic", "anker-10-1"] {
+        let base = transfer(scheme, 50, 417, 10_000_000);
+        let plain = run(&base);
+        let watched = run(&Scenario {
+            hystart_pp: true,
+            ..base
+        });
+        assert!(
+            retransmitted(&watched) < 0.7 * retransmitted(&plain),
+            "{scheme}: {} retransmitted with HyStart++, {} without",
+            retransmitted(&watched),
+            retransmitted(&plain)
+        );
+        assert!(
+            seconds(&watched) <= 1.01 * seconds(&plain),
+            "{scheme}: {} s with HyStart++, {} s without",
+            seconds(&watched),
+            seconds(&plain)
+        );
+    }
+    // A controller that models the path has its own start-up.
+    let auto = transfer("auto", 50, 417, 10_000_000);
+    let with = run(&Scenario {
+        hystart_pp: true,
+        ..auto.clone()
+    });
+    assert_eq!(seconds(&with), seconds(&run(&auto)));
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod bbr1;
 mod coexist;
 mod cubic;
 mod filter;
+pub mod hystart_pp;
 mod recovery;
 mod reno;
 

@@ -2,6 +2,7 @@
 //! (`crate::resume` holds the state machine).
 
 use super::Sender;
+use crate::cc::hystart_pp::CSS_GROWTH_DIVISOR;
 use crate::resume::{ResumeAction, ResumeStatus, SavedPath};
 use crate::time::Instant;
 use core::time::Duration;
@@ -10,9 +11,6 @@ use core::time::Duration;
 /// validated jump ends (`Sender::end_startup_at_saved_rate`): BBR's filters read a
 /// little below the bottleneck (headers, repair), so not all of it.
 const SAVED_RATE_REACHED: f64 = 0.9;
-
-/// Slow start above the saved BDP grows by acked / this (RFC 9406's CSS_GROWTH_DIVISOR).
-const CSS_GROWTH_DIVISOR: f64 = 4.0;
 
 /// Conservative Slow Start lasts from one saved BDP to this many (about RFC 9406's
 /// CSS_ROUNDS, 5, at a quarter more per round).

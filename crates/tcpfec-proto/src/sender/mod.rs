@@ -12,6 +12,7 @@
 //! Loss recovery follows Tahoe, Reno, NewReno and SACK on top of a window-growth rule
 //! (`crate::cc`); the state the modules share is `Sender`'s fields.
 
+use crate::cc::hystart_pp::HyStartPlusPlus;
 use crate::cc::{CongestionCap, CongestionControl};
 use crate::config::{Config, Recovery};
 use crate::fec::window::WindowRepair;
@@ -28,6 +29,7 @@ use std::collections::VecDeque;
 
 mod careful_resume;
 mod fec_out;
+mod first_slow_start;
 mod prr;
 mod recovery;
 mod timers;
@@ -177,6 +179,8 @@ pub(crate) struct Sender {
     rack_in_recovery: bool,
     /// `Config::hystart`: the controller hears every ACK's RTT sample.
     hystart: bool,
+    /// HyStart++ on a window rule's first slow start (`Config::hystart_pp`).
+    hystart_pp: Option<HyStartPlusPlus>,
     /// `Config::prr`: SACK recovery sends by Proportional Rate Reduction.
     prr_enabled: bool,
     /// The reduction in progress, while in SACK recovery with PRR.
@@ -332,6 +336,8 @@ impl Sender {
             rack: cfg.rack || models_path,
             rack_in_recovery: cfg.rack && cfg.scheme.fec.is_none(),
             hystart: cfg.hystart,
+            hystart_pp: (cfg.hystart_pp && !models_path && cfg.resume.is_none())
+                .then(HyStartPlusPlus::default),
             prr_enabled: cfg.prr,
             prr: None,
             hold_on_repeated_timeout: cfg.hold_on_repeated_timeout,

@@ -102,6 +102,7 @@ impl Sender {
             }
         }
         let (acked, bytes) = self.sb.ack_to(now, a.ack);
+        self.watch_first_slow_start();
         if self.hystart {
             let (una, nxt) = (self.sb.una(), self.sb.nxt());
             self.cc.on_ack_sample(now, self.rtt_this_ack, una, nxt);
@@ -154,7 +155,8 @@ impl Sender {
                 }
             }
         } else {
-            let before = self.slow_start_watched().then(|| self.cc.cwnd());
+            let watched = self.slow_start_watched() || self.in_conservative_slow_start();
+            let before = watched.then(|| self.cc.cwnd());
             if self.byte_counting {
                 for _ in 0..acked {
                     self.cc.on_ack(now, 1, self.rtt.srtt());
@@ -164,6 +166,7 @@ impl Sender {
             }
             if let Some(before) = before {
                 self.conserve_slow_start_past_saved_path(before);
+                self.conserve_growth(before);
             }
         }
         if let Some(c) = self.congestion_cap.as_mut() {
