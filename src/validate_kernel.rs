@@ -629,44 +629,42 @@ const DEEP_QUEUE_RENO: &str = "Reno at RTT 300 ms over a 4 BDP queue with 0.1 % 
     range widely (2.86 +/- 1.36): some seeds escape the loss in slow start for most of the \
     run. z 2.4: not noise alone, not isolated.";
 
-/// Slow-start overshoots since the send buffer grows with the window.
-const OVERSHOOT: &str = "A 10 MB transfer whose slow start (BBR v1's Startup) overshoots a \
-    long path: since the endpoint's send buffer grows with the window (up to 64 MiB; it \
-    was fixed at 4 MiB, which clipped the overshoot where twice the path's BDP and queue \
-    exceed it), the simulated and the measured overshoots no longer cost the same. \
-    Simulated/measured: cubic 1.22x at point 12 and 1.11x at point 15 (both measured \
-    runs agree within 0.2 s), bbr1 1.36x at point 15 (5.12 s against 3.77 s), anker-10-1 \
-    0.82x at point 8. With the fixed buffer the wire took 2.29 s (cubic, point 8), 4.05 \
-    s (point 12) and 3.83 s (point 15), now 3.15, 4.68 and 5.02 s: the window schemes \
-    have no HyStart on real paths. Where the simulated overshoot's losses and recovery \
-    depart from the wire's is not isolated.";
-
-/// CUBIC's half a megabit at RTT 200 ms and 1 % loss, measured twice.
-const LOSSY_CUBIC_RUNS: &str = "cubic at RTT 200 ms and 1 % loss moves about half a \
-    megabit, where no buffer limits it: the two runs with the fixed 4 MiB buffer gave \
-    0.61 and 0.59 Mb/s (within 10 % of the simulated 0.60), the two measured again with \
-    the growing one 0.51 and 0.46 (z 2.5). Two runs a side are too few to tell chance \
-    from a change.";
+/// BBR v1's Startup overshooting a long path.
+const OVERSHOOT: &str = "bbr1's 10 MB at RTT 300 ms over one BDP: its Startup overshoots \
+    the long path, and the simulated overshoot costs more than the measured one (5.12 s \
+    against 3.79 +/- 0.01 s). Since the endpoint's send buffer grows with the window (up \
+    to 64 MiB; a fixed 4 MiB had clipped the overshoot), the two no longer cost the \
+    same. Where the simulated losses and recovery depart from the wire's is not \
+    isolated.";
 
 /// anker-10-1 over one BDP at RTT 300 ms.
 const ANKER_LONG_PATH: &str = "anker-10-1 at RTT 300 ms over one BDP without random \
-    loss: 42.2 Mb/s on the wire in all four runs (before and after the send buffer began \
-    to grow), 34.8 simulated with either buffer. Why the simulated flow settles lower is \
-    not isolated.";
+    loss: 42.2 Mb/s on the wire in every run, with plain slow start and with HyStart++; \
+    simulated 34.8 with plain slow start and 28.9 with HyStart++, which in the simulator \
+    ends slow start without a loss with the path about 0.6 full and leaves Reno's one \
+    segment per round trip to fill it. Why the simulated slow start ends that early, \
+    and why the simulated flow settles lower even without it, is not isolated.";
+
+/// anker-10-1's 10 MB at RTT 200 ms over 2 BDP with 0.1 % loss.
+const ANKER_SLOW_START: &str = "anker-10-1's 10 MB at RTT 200 ms over 2 BDP with 0.1 % \
+    loss: 3.58 +/- 0.18 s simulated, 3.23 +/- 0.02 s measured (z 4.3). HyStart++ ends \
+    the slow start on both sides (without it the simulator retransmits 13 % of the \
+    packets and takes 3.8 s; with it 1 %). Where the remaining 11 % comes from is not \
+    isolated.";
+
+/// anker-10-1's 10 MB at RTT 300 ms over 4 BDP with 0.1 % loss.
+const ANKER_RUNS_SPREAD: &str = "anker-10-1's 10 MB at RTT 300 ms over 4 BDP with 0.1 % \
+    loss: the wire's runs spread from one measurement to the next (4.11 s in both runs \
+    of the engine with plain slow start, 4.78 and 5.26 s now); the simulated 4.26 s lies \
+    between. z 2.6 on two runs: more runs would tell.";
 
 /// 10 MB transfers at 0.1 % loss where the simulated seeds spread and the measured
 /// runs do not.
-const SLOW_START_LOSS: &str = "10 MB at 0.1 % loss: the simulated seeds spread widely, \
-    the measured runs hardly at all (cubic on the wire at point 5: 1.95 +/- 0.03 s \
-    measured, 4.64 +/- 2.80 s simulated; Linux's bbr at point 13: 3.01 +/- 0.07 s \
-    against 3.41 +/- 0.37 s). \
+const SLOW_START_LOSS: &str = "10 MB at 0.1 % loss: the simulated seeds spread more than \
+    the measured runs (cubic on the wire at point 5: 2.46 +/- 0.66 s measured, 5.21 +/- \
+    2.95 s simulated; Linux's bbr at point 13: 3.01 +/- 0.07 s against 3.41 +/- 0.37 s). \
     A seed whose random loss lands in slow start (Startup) pays a recovery none of the \
     measured runs met; z just above 2. More measured runs would tell.";
-
-/// `auto`'s 10 MB at RTT 300 ms over a 4 BDP queue.
-const AUTO_LONG_START: &str = "auto's 10 MB at RTT 300 ms over a 4 BDP queue: 3.98 s \
-    simulated against 3.57 and 3.61 s on the wire (z large: a systematic 11 %). Not \
-    isolated.";
 
 const fn miss(
     reference: Reference,
@@ -707,23 +705,22 @@ pub const KNOWN_MISSES: &[KnownMiss] = &[
     miss(K, 16, "TCP reno", C, NOISE),
     miss(K, 16, "TCP cubic", G, NOISE),
     miss(K, 16, "TCP cubic", C, NOISE),
+    miss(W, 2, "tcpfec anker-10-1", G, NOISE),
+    miss(W, 2, "tcpfec anker-10-1", C, NOISE),
     miss(W, 5, "tcpfec cubic", C, SLOW_START_LOSS),
     miss(W, 7, "tcpfec anker-10-1", G, NOISE),
-    miss(W, 8, "tcpfec anker-10-1", C, OVERSHOOT),
     miss(W, 9, "tcpfec anker-10-1", G, NOISE),
-    miss(W, 10, "tcpfec anker-10-1", G, NOISE),
-    miss(W, 11, "tcpfec anker-10-1", G, NOISE),
-    miss(W, 12, "tcpfec cubic", C, OVERSHOOT),
+    miss(W, 10, "tcpfec cubic", G, NOISE),
+    miss(W, 13, "tcpfec cubic", G, NOISE),
     miss(W, 13, "tcpfec cubic", C, NOISE),
-    miss(W, 14, "tcpfec cubic", G, LOSSY_CUBIC_RUNS),
+    miss(W, 13, "tcpfec anker-10-1", C, ANKER_SLOW_START),
+    miss(W, 14, "tcpfec cubic", G, NOISE),
     miss(W, 14, "tcpfec anker-10-1", G, NOISE),
     miss(W, 15, "tcpfec bbr1", C, OVERSHOOT),
-    miss(W, 15, "tcpfec cubic", C, OVERSHOOT),
     miss(W, 15, "tcpfec anker-10-1", G, ANKER_LONG_PATH),
     miss(W, 16, "tcpfec cubic", G, NOISE),
-    miss(W, 16, "tcpfec auto", C, AUTO_LONG_START),
-    miss(W, 16, "tcpfec anker-10-1", G, NOISE),
-    miss(W, 17, "tcpfec bbr1", G, NOISE),
+    miss(W, 16, "tcpfec cubic", C, NOISE),
+    miss(W, 16, "tcpfec anker-10-1", C, ANKER_RUNS_SPREAD),
     miss(W, 17, "tcpfec cubic", G, NOISE),
     miss(W, 17, "tcpfec anker-10-1", G, NOISE),
 ];

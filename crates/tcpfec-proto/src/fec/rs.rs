@@ -428,6 +428,15 @@ mod tests {
         assert_eq!(left, [14], "the codec in use stays, whatever the budget");
     }
 
+    /// The `m` repairs of `payloads`, as they travel.
+    fn repairs_of(c: &mut RsCache, payloads: &[Bytes], m: usize) -> Vec<Bytes> {
+        c.encode(payloads, m)
+            .unwrap()
+            .into_iter()
+            .map(Bytes::from)
+            .collect()
+    }
+
     fn payloads(k: usize, seed: u64) -> Vec<Bytes> {
         let mut x = seed | 1;
         (0..k)
@@ -456,12 +465,7 @@ mod tests {
             (250, 6),
         ] {
             let p = payloads(k, 31 * k as u64 + m as u64);
-            let rep: Vec<Bytes> = c
-                .encode(&p, m)
-                .unwrap()
-                .into_iter()
-                .map(Bytes::from)
-                .collect();
+            let rep = repairs_of(&mut c, &p, m);
             for lost in [0, k / 3, k - 1] {
                 for first in 0..m {
                     let data: Vec<Option<Bytes>> =
@@ -479,12 +483,7 @@ mod tests {
             }
         }
         let p = payloads(8, 5);
-        let rep: Vec<Option<Bytes>> = c
-            .encode(&p, 2)
-            .unwrap()
-            .into_iter()
-            .map(|r| Some(Bytes::from(r)))
-            .collect();
+        let rep: Vec<Option<Bytes>> = repairs_of(&mut c, &p, 2).into_iter().map(Some).collect();
         let mut data: Vec<Option<Bytes>> = p.iter().cloned().map(Some).collect();
         data[2] = None;
         data[5] = Some(Bytes::from(vec![7u8; 3000]));
@@ -507,12 +506,7 @@ mod tests {
         let mut c = RsCache::default();
         for (k, m) in [(4usize, 2usize), (8, 1), (16, 2), (5, 3)] {
             let p = payloads(k, k as u64 * 7 + m as u64);
-            let rep: Vec<Bytes> = c
-                .encode(&p, m)
-                .unwrap()
-                .into_iter()
-                .map(Bytes::from)
-                .collect();
+            let rep = repairs_of(&mut c, &p, m);
             // Lose data members a < b (and, if m > 2, the first repair too when 3 losses fit).
             for a in 0..k {
                 for b in a..k {
