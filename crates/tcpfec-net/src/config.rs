@@ -110,8 +110,9 @@ impl EndpointConfig {
                 recv_window_initial: Some(RECV_WINDOW_INITIAL),
                 // Slow start ends before it overflows the queue: CUBIC by Linux's
                 // HyStart (ACK trains, rising delay), every window rule's first slow
-                // start by HyStart++ (RFC 9406). Plain slow start overshoots a 1-BDP
-                // queue by up to a BDP.
+                // start by HyStart++ (RFC 9406). With plain slow start `cubic` lost
+                // 1 600-2 200 packets of a 10 MB transfer into a 1-BDP queue at RTT
+                // 100-200 ms (docs/design/fast-start.md, first contact).
                 hystart: true,
                 hystart_pp: true,
                 ..Config::default()

@@ -225,10 +225,22 @@ pub(crate) mod tests {
             ratio in prop_oneof![0.0f64..4.0, 1.999999f64..2.000001, 0.499999f64..0.500001],
             burst in 1.0f64..10.0,
         ) {
-            let slow = Counts { packets: slow_packets, losses: slow_losses.min(slow_packets), runs: slow_losses.min(slow_packets) / burst };
-            let rate = slow.loss_rate() * ratio;
-            let fast = Counts { packets: fast_packets, losses: (rate * fast_packets).min(fast_packets), runs: 0.0 };
-            let e = ChannelEstimator { slow, fast, ..ChannelEstimator::default() };
+            let losses = slow_losses.min(slow_packets);
+            let slow = Counts {
+                packets: slow_packets,
+                losses,
+                runs: losses / burst,
+            };
+            let fast = Counts {
+                packets: fast_packets,
+                losses: (slow.loss_rate() * ratio * fast_packets).min(fast_packets),
+                runs: 0.0,
+            };
+            let e = ChannelEstimator {
+                slow,
+                fast,
+                ..ChannelEstimator::default()
+            };
             if e.clearly_within_a_factor_of_two() {
                 prop_assert!(!e.loss_changed_exactly(), "{slow:?} {fast:?}");
             }
