@@ -316,9 +316,7 @@ impl RsCache {
         }
         Some(out)
     }
-}
 
-impl RsCache {
     /// [`RsCache::decode`] of a group missing one data member, from the first repair that
     /// arrived: that repair's parity row solved for the missing member, as the crate
     /// would solve it from the same packets (the present members and the first repair),

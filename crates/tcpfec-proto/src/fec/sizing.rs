@@ -158,7 +158,9 @@ impl FailureTable {
 
 /// One more packet, the `n`th, in the forward recursion, and row n of the table written
 /// to `row` (`row.len()` losses counted one by one, `good` and `bad` holding one bin
-/// more). `row` must be zero where n packets cannot reach.
+/// more). `row` must be zero where n packets cannot reach. Inlined, so that a constant
+/// width ([`steady_step`]) unrolls its loops.
+#[inline(always)]
 fn step(good: &mut [f64], bad: &mut [f64], p: f64, r: f64, n: usize, row: &mut [f64]) {
     let width = row.len();
     let (keep_good, keep_bad) = (1.0 - p, 1.0 - r);
@@ -197,27 +199,12 @@ fn step(good: &mut [f64], bad: &mut [f64], p: f64, r: f64, n: usize, row: &mut [
 }
 
 /// [`step`] for a packet past the first `W`, with `W` losses counted one by one
-/// (`good` and `bad` holding `W` + 1 bins): the same sums in the same order, so the same
-/// bits, with the width a constant. Returns the row.
+/// (`good` and `bad` holding `W` + 1 bins), the width a constant the compiler unrolls.
+/// Past the first `W` packets every count is reachable, so the step is the same for any
+/// such packet: `W` + 1 stands for it. Returns the row.
 fn steady_step<const W: usize>(good: &mut [f64], bad: &mut [f64], p: f64, r: f64) -> [f64; W] {
-    let (good, bad) = (&mut good[..=W], &mut bad[..=W]);
-    let (keep_good, keep_bad) = (1.0 - p, 1.0 - r);
-    let (g_top, b_top) = (good[W], bad[W]);
-    let (mut g_before, mut b_before) = (good[0], bad[0]);
-    for j in 1..=W {
-        let (g, b) = (good[j], bad[j]);
-        good[j] = g * keep_good + b * r;
-        bad[j] = g_before * p + b_before * keep_bad;
-        (g_before, b_before) = (g, b);
-    }
-    bad[W] += g_top * p + b_top * keep_bad;
-    good[0] = good[0] * keep_good + bad[0] * r;
     let mut row = [0.0; W];
-    let mut acc = 0.0;
-    for m in (0..W).rev() {
-        acc += good[m + 1] + bad[m + 1];
-        row[m] = acc.min(1.0);
-    }
+    step(&mut good[..=W], &mut bad[..=W], p, r, W + 1, &mut row);
     row
 }
 
