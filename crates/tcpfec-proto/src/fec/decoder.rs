@@ -86,6 +86,24 @@ impl GroupRx {
         self.members.truncate(count as usize);
     }
 
+    /// Can the group still rebuild its missing members, given the highest segment
+    /// received? Also says whether it just failed for the first time (it is then marked,
+    /// to be counted once).
+    fn can_repair(&mut self, highest: u64) -> (bool, bool) {
+        let repairable = if highest > self.group.last() {
+            self.missing_up_to(highest) <= self.n_repairs
+        } else if self.n_repairs > 0 {
+            // A repair follows the group's last member: every member has been sent, and
+            // those not here are lost.
+            self.missing() <= self.group.repairs as u32
+        } else {
+            self.missing_up_to(highest) <= self.group.repairs as u32
+        };
+        let newly_failed = !repairable && !self.failed_counted;
+        self.failed_counted |= newly_failed;
+        (repairable, newly_failed)
+    }
+
     /// The one missing member of an XOR group, rebuilt from its repair and the rest.
     fn rebuild_xor(&self) -> (u64, Bytes) {
         let (repair, len_xor) = self.repairs[0].as_ref().expect("one repair present");
@@ -166,18 +184,22 @@ impl Decoder {
         }
     }
 
-    /// The groups holding `seg`, nearest first: (key, index in group). Without overlapping
-    /// groups a segment has one, and the search stops there; with them, up to
-    /// [`MAX_OVERLAP`]: groups of retransmissions, and one group of first transmissions.
-    /// Those never overlap, and the nearest one that claims `seg` is its own: a group
-    /// further back claims it only if it was closed early and its repair, which says so,
-    /// has not arrived yet.
-    fn groups_holding(&self, seg: u64) -> ([(GroupKey, usize); MAX_OVERLAP], usize) {
+    /// Visits the groups holding `seg`, nearest first, with their index of it, and
+    /// returns how many there were. Without overlapping groups a segment has one, and the
+    /// search stops there; with them, up to [`MAX_OVERLAP`]: groups of retransmissions,
+    /// and one group of first transmissions. Those never overlap, and the nearest one
+    /// that claims `seg` is its own: a group further back claims it only if it was closed
+    /// early and its repair, which says so, has not arrived yet. The groups are visited
+    /// where the search finds them, not looked up again.
+    fn visit_groups_holding(
+        &mut self,
+        seg: u64,
+        mut visit: impl FnMut(GroupKey, usize, &mut GroupRx),
+    ) -> usize {
         let limit = if self.overlapping { MAX_OVERLAP } else { 1 };
-        let mut found = [((0, 0), 0); MAX_OVERLAP];
         let mut n = 0;
         let mut original_found = false;
-        let candidates = self.groups.range(..=(seg, u32::MAX)).rev();
+        let candidates = self.groups.range_mut(..=(seg, u32::MAX)).rev();
         for (&k, g) in candidates.take(MEMBER_SEARCH_DEPTH) {
             let original = k.1 == 0;
             if original && original_found {
@@ -185,31 +207,35 @@ impl Decoder {
             }
             if let Some(i) = g.group.index_of(seg) {
                 original_found |= original;
-                found[n] = (k, i);
+                visit(k, i, g);
                 n += 1;
                 if n == limit {
                     break;
                 }
             }
         }
-        (found, n)
+        n
     }
 
     /// Adds `seg` to the groups holding it that lack it; appends what they rebuild to
     /// `out` (once: two overlapping groups may rebuild the same segment).
     fn add_to_groups(&mut self, seg: u64, payload: &Bytes, out: &mut Rebuilt) {
-        let (found, n) = self.groups_holding(seg);
-        for &(key, i) in &found[..n] {
-            let Some(g) = self.groups.get_mut(&key) else {
-                continue;
-            };
+        // A decode reads only its own group, so every group takes the segment first and
+        // those that may rebuild something decode after, in the same order.
+        let mut may_rebuild = [(0, 0); MAX_OVERLAP];
+        let mut n = 0;
+        self.visit_groups_holding(seg, |key, i, g| {
             if g.has(i) {
-                continue;
+                return;
             }
             g.add_member(i, payload);
-            if !g.may_rebuild() {
-                continue; // spares `try_decode` its lookup on almost every arrival
+            // Most arrivals rebuild nothing: `try_decode`'s lookup is spared them.
+            if g.may_rebuild() {
+                may_rebuild[n] = key;
+                n += 1;
             }
+        });
+        for &key in &may_rebuild[..n] {
             for r in self.try_decode(key) {
                 if out.iter().all(|(s, _)| *s != r.0) {
                     out.push(r);
@@ -348,36 +374,19 @@ impl Decoder {
     /// misses more members than it has repairs, or when the group's repairs should have
     /// arrived (a segment sent after them has) but too few did.
     pub fn gap_repairable(&mut self, seg: u64, highest: u64) -> bool {
-        let (found, n) = self.groups_holding(seg);
+        // Every group is asked, so each one that fails is counted.
+        let mut any = false;
+        let mut unrecoverable = 0;
+        let n = self.visit_groups_holding(seg, |_, _, g| {
+            let (repairable, newly_failed) = g.can_repair(highest);
+            any |= repairable;
+            unrecoverable += newly_failed as u64;
+        });
+        self.stats.unrecoverable_groups += unrecoverable;
         if n == 0 {
             return self.unseen_lane_repairable(seg, highest);
         }
-        // Every group is asked, so each one that fails is counted.
-        let mut any = false;
-        for &(key, _) in &found[..n] {
-            any |= self.group_can_repair(key, highest);
-        }
         any
-    }
-
-    /// Can group `key` still rebuild its missing members, given the highest segment
-    /// received? Counts the group as unrecoverable the first time it cannot.
-    fn group_can_repair(&mut self, key: GroupKey, highest: u64) -> bool {
-        let g = self.groups.get_mut(&key).expect("known group");
-        let repairable = if highest > g.group.last() {
-            g.missing_up_to(highest) <= g.n_repairs
-        } else if g.n_repairs > 0 {
-            // A repair follows the group's last member: every member has been sent, and
-            // those not here are lost.
-            g.missing() <= g.group.repairs as u32
-        } else {
-            g.missing_up_to(highest) <= g.group.repairs as u32
-        };
-        if !repairable && !g.failed_counted {
-            g.failed_counted = true;
-            self.stats.unrecoverable_groups += 1;
-        }
-        repairable
     }
 
     /// A gap at `seg` in no known group may be the first member of an interleaved group

@@ -4,7 +4,7 @@
 use super::{RepairInFlight, Sender};
 use crate::fec::window::WindowRepair;
 use crate::fec::{FeedbackDelta, RepairOut, SenderTotals, StreamCode};
-use crate::time::Instant;
+use crate::time::{duration_scaled, Instant};
 use crate::wire::{FecFeedback, FecGroup};
 use core::time::Duration;
 
@@ -39,7 +39,7 @@ impl Sender {
             .as_ref()
             .and_then(|(_, f)| f.stream)
             .map_or(0.0, |s| s.wait_share);
-        self.delay_budget().mul_f64(share)
+        duration_scaled(self.delay_budget(), share)
     }
 
     /// A stream's new block closes when its first member, `seg`, sent at `now`, has
@@ -136,7 +136,7 @@ impl Sender {
             if let Some(share) = f.flush_at_flight_end {
                 if enc.has_open_group() && self.flush_deadline.is_none() {
                     let rtt = self.rtt.srtt().unwrap_or_else(|| self.rtt.rto());
-                    self.flush_deadline = Some(now + rtt.mul_f64(share));
+                    self.flush_deadline = Some(now + duration_scaled(rtt, share));
                 }
             }
         }

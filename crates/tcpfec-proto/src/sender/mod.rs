@@ -20,7 +20,7 @@ use crate::fec::{Adaptive, Controller, Encoder, FecConfig, RepairOut, StreamCode
 use crate::resume::CarefulResume;
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
-use crate::time::Instant;
+use crate::time::{duration_from_secs, Instant};
 use crate::tlp::TailLossProbe;
 use crate::wire::{FecFeedback, FecGroup, SackBlock};
 use bytes::Bytes;
@@ -499,7 +499,7 @@ impl Sender {
         .max(1);
         // One packet's time at the pacing rate. A driver whose timer wakes late may catch
         // up by at most one send quantum; a sender idle for longer does not burst.
-        let gap = Duration::from_secs_f64(len as f64 / rate.max(1.0));
+        let gap = duration_from_secs(len as f64 / rate.max(1.0));
         let earliest = Instant::from_nanos(now.as_nanos().saturating_sub(SEND_QUANTUM_NS));
         self.next_send = self.next_send.max(earliest) + gap;
         Some(out)
