@@ -20,12 +20,13 @@ impl Sender {
         // Before the feedback: congestion losses the receiver reports count as this ACK's.
         let lost_before = self.sb.rate.lost();
         let delivered_before = self.sb.rate.delivered();
+        let mut newly_sacked = 0;
         if let Some(fb) = a.fec_feedback {
             self.on_fec_feedback(now, fb);
         }
         self.peer_window = a.window;
         if self.sack {
-            self.sb.apply_sack(now, a.sack);
+            newly_sacked = self.sb.apply_sack(now, a.sack);
             self.sb.mark_lost_by_sack(self.dupthresh as usize);
             if self.rack_in_recovery && self.in_recovery {
                 // RACK (RFC 8985 §6.2) before any reordering is seen, as Linux runs it:
@@ -42,6 +43,13 @@ impl Sender {
             self.on_new_ack(now, a);
         } else if a.ack == una && a.pure && self.sb.outstanding() > 0 {
             self.on_dup_ack(now);
+        }
+        if a.ack <= una && newly_sacked > 0 && self.rack && self.sb.outstanding() > 0 {
+            // Linux restarts the retransmission timer when an ACK SACKs new data (since
+            // 4.13), not only when the cumulative point advances. Timed from the first
+            // retransmission alone, the timer fired while that retransmission was still
+            // queued behind a start-up's queue, and every segment in flight was resent.
+            self.arm_rto(now);
         }
         if self.sack && !self.in_recovery && self.sb.una_is_lost() && self.may_enter_recovery() {
             self.enter_recovery(now);
