@@ -27,9 +27,12 @@ pub(crate) struct TailLossProbe {
 impl TailLossProbe {
     /// Arms (or re-arms) the probe timer after a send of new data or an ACK, with
     /// `outstanding` segments in flight: PTO = 2·SRTT, plus the receiver's delayed-ACK
-    /// timeout when a single segment is out (its ACK may be held that long). No probe is
-    /// armed while one is in flight or where the retransmission timer would fire first
-    /// (it then does the probe's job).
+    /// timeout when a single segment is out (its ACK may be held that long). Where the
+    /// retransmission timer would fire first, the probe goes at its time instead (RFC
+    /// 8985 §7.2, as Linux schedules it): on a path whose RTT exceeds the RTO's 200 ms
+    /// floor that is always so, and a lost tail would otherwise be found by the timeout,
+    /// which restarts the window from one segment. No probe is armed while one is in
+    /// flight.
     ///
     /// Unlike RFC 8985, a probe may also go out during loss recovery: the engine has no
     /// RACK reordering timer for first transmissions, so a hole with fewer than
@@ -55,9 +58,7 @@ impl TailLossProbe {
             pto += delack.unwrap_or_default();
         }
         let at = now + pto;
-        if rto_deadline.is_none_or(|rto| at < rto) {
-            self.deadline = Some(at);
-        }
+        self.deadline = Some(rto_deadline.map_or(at, |rto| at.min(rto)));
     }
 
     /// The probe timer's deadline, if armed.
@@ -116,7 +117,7 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_fires_two_rtts_after_the_last_send_unless_the_rto_comes_first() {
+    fn the_probe_fires_two_rtts_after_the_last_send_or_at_the_rto_if_that_is_sooner() {
         let mut t = TailLossProbe::default();
         t.arm(at(0), Some(MS * 20), 5, None, Some(at(220)));
         assert_eq!(t.deadline(), Some(at(40)));
@@ -127,7 +128,11 @@ mod tests {
         t.on_timer(at(41));
         assert!(!t.take_fired(), "fires once");
         t.arm(at(0), Some(MS * 200), 5, None, Some(at(300)));
-        assert_eq!(t.deadline(), None, "the RTO would fire first");
+        assert_eq!(
+            t.deadline(),
+            Some(at(300)),
+            "at the RTO's time, which comes first"
+        );
     }
 
     #[test]

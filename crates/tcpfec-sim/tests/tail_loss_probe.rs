@@ -78,3 +78,37 @@ fn probes_end_tail_losses_under_random_loss_too() {
         "timeouts with probes {rto_with}, without {rto_without}"
     );
 }
+
+#[test]
+fn on_a_path_longer_than_the_rto_floor_the_probe_goes_at_the_timeouts_time() {
+    // 10 MB at 50 Mb/s, RTT 400 ms, Gilbert-Elliott bursts (1 %, mean burst 5), a one-BDP
+    // queue. Startup's overshoot drops the transfer's last 54 segments. Two smoothed
+    // RTTs (0.8 s) exceed the RTO (0.6 s): the probe used to be left out, the timeout
+    // fired, and the tail was resent from a window of one segment over six round trips
+    // (9.28 s). Sent at the timeout's time, the probe's ACK shows the tail lost and it is
+    // resent at the model's rate.
+    let r = run(&Scenario {
+        scheme: Scheme::parse("auto").unwrap(),
+        bottleneck_bps: 50_000_000,
+        delay: Duration::from_millis(198),
+        access_delay: (Duration::from_millis(1), Duration::from_millis(1)),
+        buffer: 1667,
+        initial_window: 10,
+        loss: LossSpec::GilbertElliott {
+            p: 0.010526,
+            r: 0.2,
+            h: 0.0,
+            k: 1.0,
+        },
+        app: App::Transfer { bytes: 10_000_000 },
+        duration: Duration::from_secs(60),
+        window: (Duration::ZERO, Duration::from_secs(60)),
+        verify_data: true,
+        seed: 2,
+        ..Scenario::default()
+    });
+    assert_eq!((r.incomplete_flows, r.corrupt_bytes), (0, 0));
+    assert_eq!(r.timeouts, 0);
+    let t = r.completion_time_s.unwrap();
+    assert!(t < 8.5, "{t:.3} s");
+}

@@ -67,10 +67,19 @@ impl Sender {
         {
             self.force_retransmit = true;
         }
-        if self.rto_deadline.is_some_and(|d| d <= now) {
+        let probe_due = self
+            .tlp
+            .as_ref()
+            .and_then(|t| t.deadline())
+            .is_some_and(|d| d <= now);
+        if probe_due {
+            // A probe armed at the RTO's time goes first; the timer restarts with it.
+            if let Some(t) = self.tlp.as_mut() {
+                t.on_timer(now);
+            }
+            self.arm_rto(now);
+        } else if self.rto_deadline.is_some_and(|d| d <= now) {
             self.on_timeout(now);
-        } else if let Some(t) = self.tlp.as_mut() {
-            t.on_timer(now);
         }
         let (cwnd, rtt) = (self.cc.cwnd(), self.smoothed_rtt());
         if let Some(c) = self.control.as_mut() {
