@@ -202,29 +202,35 @@ impl Endpoint {
     /// no data, and a stream dropped afterwards sends no FIN (its peer would read the end
     /// of a stream, not the reason). [`Endpoint::close_all`] waits for the messages.
     pub fn begin_close_all(&self, code: crate::control::CloseCode, reason: &str) {
-        self.begin_close_where(|_| true, code, reason);
+        self.begin_close_where(|_| true, code, reason, |_, _| {});
     }
 
     /// [`Endpoint::begin_close_all`] for the connections `which` picks; returns how many.
+    /// `tally` gets each shard's count while its lock is still held: once the lock is
+    /// released the shard's driver may send the close and forget it.
     fn begin_close_where(
         &self,
         which: impl Fn(&Conn) -> bool,
         code: crate::control::CloseCode,
         reason: &str,
+        tally: impl Fn(&mut crate::shared::State, usize),
     ) -> usize {
         let mut closed = 0;
         for shared in &self.shards {
             {
                 let mut st = shared.lock();
+                let mut n = 0;
                 for c in st.conns.values_mut() {
                     if c.engine.is_some() && c.error.is_none() && c.close.is_none() && which(c) {
                         c.close = Some(crate::control::Control::Close {
                             code,
                             reason: reason.to_string(),
                         });
-                        closed += 1;
+                        n += 1;
                     }
                 }
+                tally(&mut st, n);
+                closed += n;
             }
             shared.notify.notify_one();
         }
@@ -248,18 +254,15 @@ impl Endpoint {
             revoked,
             crate::control::CloseCode::Revoked,
             "the server no longer accepts this key",
+            |st, n| st.stats.revoked += n as u64,
         );
         for shared in &self.shards {
             let mut st = shared.lock();
-            let mut n = 0;
             for c in st.conns.values_mut() {
-                match c.peer_key.map(|k| keys.name_of(&k)) {
-                    Some(Some(name)) => c.peer_name = Some(name.to_string()),
-                    Some(None) if c.close.is_some() => n += 1,
-                    _ => {}
+                if let Some(name) = c.peer_key.and_then(|k| keys.name_of(&k)) {
+                    c.peer_name = Some(name.to_string());
                 }
             }
-            st.stats.revoked += n;
         }
         Ok(closed)
     }
