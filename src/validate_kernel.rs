@@ -663,9 +663,8 @@ const ANKER_RUNS_SPREAD: &str = "anker-10-1's 10 MB at RTT 300 ms over 4 BDP wit
 /// Reno's goodput at RTT 200 ms over 2 BDP with 0.1 % loss.
 const RENO_SEEDS_SPREAD: &str = "Reno's goodput at RTT 200 ms over 2 BDP with 0.1 % loss: \
     the simulated seeds spread widely (3.00 +/- 0.94 Mb/s; a seed's few losses decide how \
-    far the window grows in 20 s), the kernel's four runs hardly (2.00 +/- 0.15). z 2.4; \
-    it was 1.8 before an ACK that SACKs new data restarted the retransmission timer, \
-    which moved the simulated mean by 0.22 Mb/s, half its standard error. Not isolated.";
+    far the window grows in 20 s), the kernel's four runs hardly (2.00 +/- 0.15). z 2.4, \
+    on five seeds whose standard error is 0.42 Mb/s. Not isolated.";
 
 /// 10 MB transfers at 0.1 % loss where the simulated seeds spread and the measured
 /// runs do not.

@@ -66,12 +66,15 @@ impl TailLossProbe {
         self.deadline
     }
 
-    /// Runs the probe timer: if it is due by `now`, a probe is owed.
-    pub fn on_timer(&mut self, now: Instant) {
-        if self.deadline.is_some_and(|d| d <= now) {
+    /// Runs the probe timer: if it is due by `now`, a probe is owed. Returns whether it
+    /// fired now.
+    pub fn on_timer(&mut self, now: Instant) -> bool {
+        let due = self.deadline.is_some_and(|d| d <= now);
+        if due {
             self.deadline = None;
             self.fired = true;
         }
+        due
     }
 
     /// True (once) if a probe is owed.
@@ -121,9 +124,9 @@ mod tests {
         let mut t = TailLossProbe::default();
         t.arm(at(0), Some(MS * 20), 5, None, Some(at(220)));
         assert_eq!(t.deadline(), Some(at(40)));
-        t.on_timer(at(39));
+        assert!(!t.on_timer(at(39)));
         assert!(!t.take_fired());
-        t.on_timer(at(40));
+        assert!(t.on_timer(at(40)));
         assert!(t.take_fired());
         t.on_timer(at(41));
         assert!(!t.take_fired(), "fires once");

@@ -67,16 +67,8 @@ impl Sender {
         {
             self.force_retransmit = true;
         }
-        let probe_due = self
-            .tlp
-            .as_ref()
-            .and_then(|t| t.deadline())
-            .is_some_and(|d| d <= now);
-        if probe_due {
+        if self.tlp.as_mut().is_some_and(|t| t.on_timer(now)) {
             // A probe armed at the RTO's time goes first; the timer restarts with it.
-            if let Some(t) = self.tlp.as_mut() {
-                t.on_timer(now);
-            }
             self.arm_rto(now);
         } else if self.rto_deadline.is_some_and(|d| d <= now) {
             self.on_timeout(now);
