@@ -1,31 +1,44 @@
 //! The XOR code: one repair packet per group recovers any single lost member.
 
-/// XORs `src` into the start of `dst` (which must be at least as long), 32 bytes at a
+/// XORs `src` into the start of `dst` (which must be at least as long), a vector at a
 /// time: a fixed-size step the compiler turns into vector XORs (a word a step took twice
 /// the instructions, and XOR is most of what an `auto` sender does to a payload). On a
-/// processor with AVX2 the same loop runs on 32-byte registers instead of the baseline's
-/// 16-byte ones.
+/// processor with AVX-512 the loop runs on 64-byte registers, with AVX2 on 32-byte ones,
+/// otherwise on the baseline's 16-byte ones.
 #[inline]
 pub fn xor_into(dst: &mut [u8], src: &[u8]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the processor has AVX2, checked just above.
-        return unsafe { xor_into_avx2(dst, src) };
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the processor has AVX-512F, checked just above.
+            return unsafe { xor_into_avx512(dst, src) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor has AVX2, checked just above.
+            return unsafe { xor_into_avx2(dst, src) };
+        }
     }
-    xor_into_any(dst, src)
+    xor_into_any::<32>(dst, src)
+}
+
+/// [`xor_into`] compiled for AVX-512: half the steps of AVX2 over a 1460-byte payload.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn xor_into_avx512(dst: &mut [u8], src: &[u8]) {
+    xor_into_any::<64>(dst, src)
 }
 
 /// [`xor_into`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn xor_into_avx2(dst: &mut [u8], src: &[u8]) {
-    xor_into_any(dst, src)
+    xor_into_any::<32>(dst, src)
 }
 
-/// [`xor_into`] for whatever instructions the caller was compiled for.
+/// [`xor_into`] in steps of `STEP` bytes, for whatever instructions the caller was
+/// compiled for.
 #[inline(always)]
-fn xor_into_any(dst: &mut [u8], src: &[u8]) {
-    const STEP: usize = 32;
+fn xor_into_any<const STEP: usize>(dst: &mut [u8], src: &[u8]) {
     let n = src.len();
     let whole = n - n % STEP;
     let (dst_whole, dst_rest) = dst[..n].split_at_mut(whole);
@@ -141,6 +154,38 @@ mod tests {
                 }
                 let got = acc.recover(all.bytes(), all.len_xor());
                 assert_eq!(got, payloads[lost], "n={n} lost={lost}");
+            }
+        }
+    }
+
+    /// Every path the processor can run XORs like one byte at a time, at every length
+    /// up to three of the widest steps and with `dst` longer than `src`.
+    #[test]
+    fn every_vector_width_xors_like_bytes() {
+        let src: Vec<u8> = (0..200u32).map(|i| (i * 37 + 11) as u8).collect();
+        let base: Vec<u8> = (0..210u32).map(|i| (i * 101 + 7) as u8).collect();
+        let mut paths: Vec<(&str, fn(&mut [u8], &[u8]))> =
+            vec![("dispatch", xor_into), ("baseline", xor_into_any::<32>)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the processor has AVX2.
+                paths.push(("avx2", |d, s| unsafe { xor_into_avx2(d, s) }));
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the processor has AVX-512F.
+                paths.push(("avx512", |d, s| unsafe { xor_into_avx512(d, s) }));
+            }
+        }
+        for n in 0..=src.len() {
+            let mut want = base.clone();
+            for (a, b) in want.iter_mut().zip(&src[..n]) {
+                *a ^= b;
+            }
+            for (name, xor) in &paths {
+                let mut got = base.clone();
+                xor(&mut got, &src[..n]);
+                assert_eq!(got, want, "{name} at length {n}");
             }
         }
     }
