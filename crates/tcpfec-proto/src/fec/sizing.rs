@@ -78,6 +78,9 @@ struct FailureTable {
     rows: usize,
 }
 
+/// The widest table whose rows [`FailureTable::steady_rows`] computes in registers.
+const STEADY_WIDTH_MAX: usize = 8;
+
 /// Losses a new table counts one by one: enough for every search on a channel below a
 /// few percent loss; heavier channels recount once or twice.
 const FIRST_COUNTED: usize = 4;
@@ -122,9 +125,35 @@ impl FailureTable {
             self.restart();
         }
         while self.rows <= n {
-            self.next_row();
+            // Past the first `width` packets every count is reachable and a row's shape
+            // no longer changes: the common widths take a step the compiler unrolls (a
+            // search computes about 120 rows per resize, most of them past the first few).
+            match (self.chain, self.counted) {
+                (Some(chain), 4) if self.rows > 4 => self.steady_rows::<4>(n, chain),
+                (Some(chain), 8) if self.rows > 8 => self.steady_rows::<8>(n, chain),
+                _ => self.next_row(),
+            }
         }
         self.cells[n * self.counted + m]
+    }
+
+    /// Rows `self.rows..=n`, all past the first `W` packets, with the chain's state in
+    /// locals for the whole run instead of read back from `good` and `bad` every row: the
+    /// rows are one dependent chain, and the round trip through memory was most of a
+    /// row's time. The arithmetic is [`steady_step`]'s, so the bits are too.
+    fn steady_rows<const W: usize>(&mut self, n: usize, (p, r): (f64, f64)) {
+        let mut good = [0.0; STEADY_WIDTH_MAX + 1];
+        let mut bad = [0.0; STEADY_WIDTH_MAX + 1];
+        good[..=W].copy_from_slice(&self.good[..=W]);
+        bad[..=W].copy_from_slice(&self.bad[..=W]);
+        self.cells.reserve((n + 1 - self.rows) * W);
+        while self.rows <= n {
+            let row = steady_step::<W>(&mut good, &mut bad, p, r);
+            self.cells.extend_from_slice(&row);
+            self.rows += 1;
+        }
+        self.good[..=W].copy_from_slice(&good[..=W]);
+        self.bad[..=W].copy_from_slice(&bad[..=W]);
     }
 
     /// Computes row `self.rows`.
@@ -133,25 +162,16 @@ impl FailureTable {
         self.rows += 1;
         let width = self.counted;
         let off = self.cells.len();
-        let Some((p, r)) = self.chain else {
-            self.cells.resize(off + width, 0.0);
-            return;
-        };
-        let (good, bad) = (&mut self.good, &mut self.bad);
-        // Past the first `width` packets every count is reachable and a row's shape no
-        // longer changes: the common widths take a step the compiler unrolls (a search
-        // computes about 120 rows per resize, most of them past the first few).
-        match width {
-            4 if n > 4 => self
-                .cells
-                .extend_from_slice(&steady_step::<4>(good, bad, p, r)),
-            8 if n > 8 => self
-                .cells
-                .extend_from_slice(&steady_step::<8>(good, bad, p, r)),
-            _ => {
-                self.cells.resize(off + width, 0.0);
-                step(good, bad, p, r, n, &mut self.cells[off..]);
-            }
+        self.cells.resize(off + width, 0.0);
+        if let Some((p, r)) = self.chain {
+            step(
+                &mut self.good,
+                &mut self.bad,
+                p,
+                r,
+                n,
+                &mut self.cells[off..],
+            );
         }
     }
 }
@@ -425,6 +445,39 @@ mod tests {
             let (p, r) = est(loss, burst).gilbert().unwrap();
             check::<4>(p, r);
             check::<8>(p, r);
+        }
+    }
+
+    /// A table filled by the searches' questions (runs of rows in registers, widened on
+    /// the way) holds, after every question, the bits of one filled a row at a time by
+    /// the general step.
+    #[test]
+    fn rows_computed_in_runs_are_the_rows_computed_one_by_one() {
+        let bits = |t: &FailureTable| t.cells.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for (loss, burst) in [(5e-4, 1.0), (0.02, 1.5), (0.1, 5.0)] {
+            let e = est(loss, burst);
+            let mut runs = FailureTable::new(&e, MAX_BLOCK);
+            let questions = [
+                (3, 1),
+                (9, 2),
+                (60, 1),
+                (61, 3),
+                (140, 5),
+                (200, 2),
+                (255, 7),
+            ];
+            for (n, m) in questions {
+                runs.at(n, m);
+                let mut single = FailureTable::new(&e, MAX_BLOCK);
+                single.counted = runs.counted;
+                single.restart();
+                while single.rows < runs.rows {
+                    single.next_row();
+                }
+                let at = format!("loss {loss}, burst {burst}, after at({n}, {m})");
+                assert_eq!(bits(&runs), bits(&single), "{at}");
+            }
+            assert_eq!(runs.counted, 8, "the questions widened the table once");
         }
     }
 

@@ -164,8 +164,8 @@ mod tests {
     fn every_vector_width_xors_like_bytes() {
         let src: Vec<u8> = (0..200u32).map(|i| (i * 37 + 11) as u8).collect();
         let base: Vec<u8> = (0..210u32).map(|i| (i * 101 + 7) as u8).collect();
-        let mut paths: Vec<(&str, fn(&mut [u8], &[u8]))> =
-            vec![("dispatch", xor_into), ("baseline", xor_into_any::<32>)];
+        type Path = (&'static str, fn(&mut [u8], &[u8]));
+        let mut paths: Vec<Path> = vec![("dispatch", xor_into), ("baseline", xor_into_any::<32>)];
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx2") {
