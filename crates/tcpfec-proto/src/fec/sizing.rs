@@ -142,6 +142,7 @@ impl FailureTable {
     /// rows are one dependent chain, and the round trip through memory was most of a
     /// row's time. The arithmetic is [`steady_step`]'s, so the bits are too.
     fn steady_rows<const W: usize>(&mut self, n: usize, (p, r): (f64, f64)) {
+        const { assert!(W <= STEADY_WIDTH_MAX, "a wider run needs wider locals") };
         let mut good = [0.0; STEADY_WIDTH_MAX + 1];
         let mut bad = [0.0; STEADY_WIDTH_MAX + 1];
         good[..=W].copy_from_slice(&self.good[..=W]);
