@@ -245,6 +245,11 @@ impl CarefulResume {
         self.status
     }
 
+    /// True once the jump has gone out (whatever became of it since).
+    pub(crate) fn jumped(&self) -> bool {
+        self.jump > 0.0
+    }
+
     /// True for a controller that models the path (BBR, `auto`): the one kind that
     /// tolerates loss in the jump.
     fn models_path(&self) -> bool {

@@ -103,6 +103,9 @@ pub struct Bbr {
     probe_rtt_min_stamp: Instant,
     probe_rtt_expired: bool,
     inflight_hi: f64,
+    /// The channel's loss rate, not counted as too much in flight in Startup (0 unless
+    /// told).
+    channel_loss: f64,
     inflight_lo: f64,
     bw_latest: f64,
     inflight_latest: f64,
@@ -176,6 +179,7 @@ impl Bbr {
             probe_rtt_min_stamp: Instant::ZERO,
             probe_rtt_expired: false,
             inflight_hi: f64::INFINITY,
+            channel_loss: 0.0,
             inflight_lo: f64::INFINITY,
             bw_latest: 0.0,
             inflight_latest: 0.0,
@@ -416,8 +420,21 @@ impl Bbr {
 
     // ----- upper bound (inflight_hi) -----
 
-    fn is_inflight_too_high(rs: &RateSample) -> bool {
-        rs.lost as f64 > rs.tx_in_flight as f64 * LOSS_THRESH
+    /// A sample lost more than [`LOSS_THRESH`] of its flight. In Startup, loss the
+    /// channel alone explains does not count (`CongestionControl::set_channel_loss`,
+    /// told only after a Careful Resume jump): the jump goes out under `auto`'s probe
+    /// code, sized before the channel was measured, so part of a lossy channel's losses
+    /// reach BBR unrepaired. Read as a full queue, they ended the start-up on a path
+    /// losing 10 % with an `inflight_hi` a fifth of the BDP until the next probe, seconds
+    /// later. In ProbeBW the code fits the channel, and a probe's loss above 2 % is
+    /// mostly the queue's.
+    fn is_inflight_too_high(&self, rs: &RateSample) -> bool {
+        let channel = if self.state == BbrState::Startup {
+            self.channel_loss
+        } else {
+            0.0
+        };
+        rs.lost as f64 > rs.tx_in_flight as f64 * (LOSS_THRESH + channel)
     }
 
     fn handle_inflight_too_high(&mut self, rs: &RateSample, now: Instant, delivered: u64) {
@@ -431,7 +448,7 @@ impl Bbr {
     }
 
     fn check_inflight_too_high(&mut self, rs: &RateSample, now: Instant, delivered: u64) -> bool {
-        if Self::is_inflight_too_high(rs) {
+        if self.is_inflight_too_high(rs) {
             if self.bw_probe_samples {
                 self.handle_inflight_too_high(rs, now, delivered);
             }
@@ -518,7 +535,7 @@ impl Bbr {
         }
         if self.recovery.in_recovery
             && self.loss_events_in_round >= STARTUP_FULL_LOSS_CNT
-            && Self::is_inflight_too_high(rs)
+            && self.is_inflight_too_high(rs)
         {
             self.full_bw_reached = true;
             self.inflight_hi = self.bdp_multiple(1.0).max(self.inflight_latest);
@@ -826,6 +843,9 @@ impl CongestionControl for Bbr {
     }
     fn started_up(&self) -> bool {
         self.full_bw_reached
+    }
+    fn set_channel_loss(&mut self, rate: f64) {
+        self.channel_loss = rate.clamp(0.0, 1.0);
     }
     fn on_jump_delivered(&mut self, rate: f64) {
         self.max_bw = self.max_bw_filter.update(self.cycle_count, rate);

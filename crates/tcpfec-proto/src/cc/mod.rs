@@ -195,6 +195,11 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     /// Leave slow start by HyStart, as Linux's CUBIC does (`Config::hystart`); only
     /// controllers that have it (CUBIC) act on this.
     fn enable_hystart(&mut self) {}
+    /// The loss rate of the path's channel, outside full queues, as `auto`'s FEC measures
+    /// it, told after a Careful Resume jump. FEC answers that loss, so in its start-up
+    /// BBR v3 reads only loss beyond it as too much in flight (`Bbr::is_inflight_too_high`);
+    /// other controllers ignore it.
+    fn set_channel_loss(&mut self, _rate: f64) {}
     /// Every ACK of new data, before `on_ack`: its RTT sample, the first unacknowledged
     /// segment after it and the next segment to send. HyStart reads its rounds and
     /// delays from these.

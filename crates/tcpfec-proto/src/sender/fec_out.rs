@@ -211,13 +211,24 @@ impl Sender {
             stream_block: self.stream_block(),
         };
         let in_recovery = self.in_recovery;
+        // A jump sends half a BDP under the probe code, sized before the channel was
+        // measured: BBR's start-up hears the channel's loss rate. A fresh start-up grows
+        // from the initial window while the code adapts to the channel, and keeps the
+        // draft's threshold.
+        let jumped = self.resume.as_ref().is_some_and(|r| r.jumped());
         let Some(c) = self.control.as_mut() else {
             return;
         };
         let r = c.on_feedback(now, fb, d, totals, in_recovery);
-        let congestion_lost = c.as_auto().map(|a| a.congestion_lost);
+        let auto = c.as_auto().map(|a| {
+            let channel_loss = jumped.then(|| a.estimate().loss_rate);
+            (a.congestion_lost, channel_loss)
+        });
         self.feed_congestion_cap(now);
-        if let Some(packets) = congestion_lost {
+        if let Some((packets, channel_loss)) = auto {
+            if let Some(rate) = channel_loss {
+                self.cc.set_channel_loss(rate);
+            }
             self.on_congestion_losses_reported(now, packets);
         }
         if r.grow > 0.0 {
