@@ -102,6 +102,17 @@ pub struct Plan {
     pub delay: Option<DelayTest>,
     /// Instead: each contender against one kernel TCP flow of this congestion control.
     pub against: Option<String>,
+    /// Instead: several flows of each contender sharing the link.
+    pub flows: Option<FlowsTest>,
+}
+
+/// Several flows of one transport on the link at once.
+#[derive(Debug, Clone, Copy)]
+pub struct FlowsTest {
+    /// How many.
+    pub flows: usize,
+    /// Flow i starts `stagger · i / flows` after the first.
+    pub stagger: Duration,
 }
 
 /// A test of delay rather than throughput.
@@ -266,7 +277,23 @@ pub fn run(plan: &Plan) -> Result<(), String> {
             queue as f64 / plan.bdp_packets().max(1e-9),
         );
     }
-    if let (Some(cc), false) = (&plan.against, plan.json) {
+    if let (Some(f), false) = (&plan.flows, plan.json) {
+        println!(
+            "{} flows of each transport (one `tcpfec perf` each) for {:.0} s, started {:.0} ms \
+             apart; goodput per flow after the first third, and Jain's index",
+            f.flows,
+            plan.seconds,
+            f.stagger.as_secs_f64() * 1e3 / f.flows as f64,
+        );
+        println!(
+            "{:<w$} {:>12} {:>7} {:>10}  flows' Mb/s, least first",
+            "transport",
+            "loss",
+            "jain",
+            "total Mb/s",
+            w = plan.label_width()
+        );
+    } else if let (Some(cc), false) = (&plan.against, plan.json) {
         println!(
             "each transport and one kernel TCP {cc} flow (`tcpfec perf --tcp --congestion {cc}`) \
              started together for {:.0} s; goodput after the first third",
@@ -337,6 +364,11 @@ pub fn run(plan: &Plan) -> Result<(), String> {
         .map_err(|e| format!("emu: {e}"))?;
         let server = start_server(&exe, emu.b.name(), &key)?;
         for c in &plan.contenders {
+            if let Some(f) = &plan.flows {
+                let goodputs = flows_run(&exe, &emu, &key, c, f, plan)?;
+                report_flows(plan, l, c, f, &goodputs);
+                continue;
+            }
             if let Some(cc) = &plan.against {
                 let (own, other) = against_run(&exe, &emu, &key, c, cc, plan)?;
                 report_against(plan, l, c, cc, own, other);
@@ -543,6 +575,84 @@ fn against_run(
     Ok((goodput(mine, &c.label())?, goodput(theirs, cc)?))
 }
 
+/// `f.flows` flows of `c` on the link, each its own `perf` for `plan.seconds`, started
+/// `f.stagger` apart in all: each one's goodput after the first third of its run.
+fn flows_run(
+    exe: &Path,
+    emu: &Emulator,
+    key: &Path,
+    c: &Contender,
+    f: &FlowsTest,
+    plan: &Plan,
+) -> Result<Vec<f64>, String> {
+    let limit = Duration::from_secs_f64(plan.seconds * 3.0 + 60.0);
+    let mut args = c.args(key);
+    args.extend(["-t".into(), plan.seconds.to_string()]);
+    let runs: Vec<_> = (0..f.flows)
+        .map(|i| {
+            let (exe, ns, args) = (exe.to_path_buf(), emu.a.name().to_string(), args.clone());
+            let after = f.stagger * i as u32 / f.flows as u32;
+            std::thread::spawn(move || {
+                // The start of a flow is the measurement's input, not a wait for a result.
+                std::thread::sleep(after);
+                perf(&exe, &ns, &args, limit)
+            })
+        })
+        .collect();
+    let warm = plan.seconds / 3.0;
+    let mut shares = Vec::with_capacity(runs.len());
+    for (i, run) in runs.into_iter().enumerate() {
+        let r = run
+            .join()
+            .map_err(|_| format!("flow {i}: its thread failed"))??;
+        match r {
+            Some((v, _)) => shares.push(goodputs(&v, warm).1),
+            None => return Err(format!("{} flow {i}: the run did not end", c.label())),
+        }
+    }
+    Ok(shares)
+}
+
+/// Jain's fairness index of `x`: 1 when all are equal, 1/n when one takes everything.
+fn jain(x: &[f64]) -> f64 {
+    let (sum, squares) = x.iter().fold((0.0, 0.0), |(s, q), v| (s + v, q + v * v));
+    if squares > 0.0 {
+        sum * sum / (x.len() as f64 * squares)
+    } else {
+        1.0
+    }
+}
+
+/// One line (or JSON object) of a `--flows` run.
+fn report_flows(plan: &Plan, l: LossSpec, c: &Contender, f: &FlowsTest, goodputs: &[f64]) {
+    let mut sorted = goodputs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let total: f64 = sorted.iter().sum();
+    if plan.json {
+        println!(
+            "{}",
+            json!({
+                "bench": "emu-flows", "transport": c.label(), "flows": f.flows,
+                "stagger_s": f.stagger.as_secs_f64(), "loss": l.mean_loss(), "loss_model": l,
+                "rate_bps": plan.rate, "rtt_ms": plan.rtt.as_secs_f64() * 1e3,
+                "queue_packets": plan.queue_packets(), "seconds": plan.seconds,
+                "goodputs_mbps": goodputs, "jain": jain(goodputs), "total_mbps": total,
+            })
+        );
+        return;
+    }
+    let each: Vec<String> = sorted.iter().map(|g| format!("{g:.1}")).collect();
+    println!(
+        "{:<w$} {:>12} {:>7.3} {:>10.1}  {}",
+        c.label(),
+        l.label(),
+        jain(goodputs),
+        total,
+        each.join(" "),
+        w = plan.label_width()
+    );
+}
+
 /// One line (or JSON object) of an `--against` run.
 fn report_against(plan: &Plan, l: LossSpec, c: &Contender, cc: &str, own: f64, other: f64) {
     let ratio = own / other.max(1e-9);
@@ -714,5 +824,12 @@ mod tests {
             .all(|c| matches!(c, Contender::Tcpfec { .. })));
         assert!(contenders(Some("none"), Some("none")).is_err());
         assert!(contenders(Some("no-such-scheme"), Some("none")).is_err());
+    }
+
+    #[test]
+    fn jain_is_one_for_equal_shares_and_one_over_n_for_a_single_taker() {
+        assert!((jain(&[5.0, 5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
+        assert!((jain(&[20.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+        assert!((jain(&[1.0, 3.0]) - 0.8).abs() < 1e-12);
     }
 }

@@ -89,6 +89,21 @@ pub struct NetBenchArgs {
     /// their goodputs after the first third, and the ratio.
     #[arg(long, value_name = "CC", requires = "emu", conflicts_with_all = ["rr", "stream"])]
     against: Option<String>,
+    /// With --emu: instead of bulk and 10 MB, N flows of each contender at once (one
+    /// `perf` each, for --seconds): their goodputs after the first third and Jain's
+    /// fairness index (`tcpfec reproduce coexistence` runs the same in the simulator).
+    #[arg(long, value_name = "N", requires = "emu", conflicts_with_all = ["rr", "stream", "against"],
+          value_parser = clap::value_parser!(u32).range(2..=64))]
+    flows: Option<u32>,
+    /// With --flows: the flows start evenly spread over this time (e.g. 1s, as the
+    /// simulator's coexistence runs do); 0 starts them together.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "flows",
+        default_value = "0s"
+    )]
+    stagger: String,
     /// Bytes per message of --stream or per request and response of --rr.
     #[arg(long, value_name = "SIZE", requires = "emu")]
     length: Option<u32>,
@@ -424,6 +439,14 @@ pub fn run(a: NetBenchArgs) -> Result<(), String> {
             contenders: crate::emu_bench::contenders(a.schemes.as_deref(), a.kernel.as_deref())?,
             json: a.json,
             against: a.against.clone(),
+            flows: match a.flows {
+                Some(n) => Some(crate::emu_bench::FlowsTest {
+                    flows: n as usize,
+                    stagger: tcpfec_channel::units::parse_duration(&a.stagger)
+                        .map_err(|e| format!("--stagger: {e}"))?,
+                }),
+                None => None,
+            },
             delay: match (&a.stream, a.rr) {
                 (Some(r), _) => Some(crate::emu_bench::DelayTest::Stream {
                     rate: r.clone(),
