@@ -17,6 +17,7 @@ use tcpfec_net::link::{LinkSpec, DEFAULT_MAX_BYTES};
 use tcpfec_net::perf::kernel_tcp;
 use tcpfec_net::{Psk, DEFAULT_SCHEME};
 use tcpfec_proto::Scheme;
+use tcpfec_sim::metrics::jain;
 
 /// A scheme named `SCHEME+resume` in `--schemes` runs `perf --resume`: its bulk run saves
 /// the path, and its completion run resumes from it (Careful Resume).
@@ -613,16 +614,6 @@ fn flows_run(
     Ok(shares)
 }
 
-/// Jain's fairness index of `x`: 1 when all are equal, 1/n when one takes everything.
-fn jain(x: &[f64]) -> f64 {
-    let (sum, squares) = x.iter().fold((0.0, 0.0), |(s, q), v| (s + v, q + v * v));
-    if squares > 0.0 {
-        sum * sum / (x.len() as f64 * squares)
-    } else {
-        1.0
-    }
-}
-
 /// One line (or JSON object) of a `--flows` run.
 fn report_flows(plan: &Plan, l: LossSpec, c: &Contender, f: &FlowsTest, goodputs: &[f64]) {
     let mut sorted = goodputs.to_vec();
@@ -824,12 +815,5 @@ mod tests {
             .all(|c| matches!(c, Contender::Tcpfec { .. })));
         assert!(contenders(Some("none"), Some("none")).is_err());
         assert!(contenders(Some("no-such-scheme"), Some("none")).is_err());
-    }
-
-    #[test]
-    fn jain_is_one_for_equal_shares_and_one_over_n_for_a_single_taker() {
-        assert!((jain(&[5.0, 5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
-        assert!((jain(&[20.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
-        assert!((jain(&[1.0, 3.0]) - 0.8).abs() < 1e-12);
     }
 }

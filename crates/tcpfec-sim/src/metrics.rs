@@ -159,3 +159,15 @@ pub fn jain(values: &[f64]) -> f64 {
         sum * sum / (values.len() as f64 * sq)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_is_one_for_equal_shares_and_one_over_n_for_a_single_taker() {
+        assert!((jain(&[5.0, 5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
+        assert!((jain(&[20.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+        assert!((jain(&[1.0, 3.0]) - 0.8).abs() < 1e-12);
+    }
+}

@@ -220,14 +220,13 @@ impl Sender {
             return;
         };
         let r = c.on_feedback(now, fb, d, totals, in_recovery);
-        let auto = c.as_auto().map(|a| {
-            let channel_loss = jumped.then(|| a.estimate().loss_rate);
-            (a.congestion_lost, channel_loss)
-        });
-        self.feed_congestion_cap(now);
-        if let Some((packets, channel_loss)) = auto {
-            if let Some(rate) = channel_loss {
-                self.cc.set_channel_loss(rate);
+        let auto = c
+            .as_auto()
+            .map(|a| (a.congestion_lost, a.last_congestion, a.estimate()));
+        if let Some((packets, latest, est)) = auto {
+            self.feed_congestion_cap(now, latest, &est);
+            if jumped {
+                self.cc.set_channel_loss(est.loss_rate);
             }
             self.on_congestion_losses_reported(now, packets);
         }

@@ -6,6 +6,7 @@ use super::prr::{Prr, PrrAck};
 use super::{AckInfo, Sender};
 use crate::cc::{AckEvent, CongestionReport};
 use crate::config::Recovery;
+use crate::fec::channel::ChannelEstimate;
 use crate::time::Instant;
 use core::time::Duration;
 
@@ -305,15 +306,17 @@ impl Sender {
         self.reduce_once_per_window(now, factor);
     }
 
-    /// Passes the receiver's latest congestion report to `auto`'s cap, if it has one.
-    pub(super) fn feed_congestion_cap(&mut self, now: Instant) {
+    /// Passes the receiver's latest congestion report to `auto`'s cap, if it has one:
+    /// `(lost, packets)` at a full queue since the last report, and the channel estimate.
+    pub(super) fn feed_congestion_cap(
+        &mut self,
+        now: Instant,
+        (lost, packets): (u64, u64),
+        est: &ChannelEstimate,
+    ) {
         if self.congestion_cap.is_none() {
             return;
         }
-        let auto = self.control.as_ref().and_then(|c| c.as_auto());
-        let Some(((lost, packets), est)) = auto.map(|a| (a.last_congestion, a.estimate())) else {
-            return;
-        };
         let Some(rtt) = self.rtt.latest().zip(self.rtt.min_rtt()) else {
             return;
         };
