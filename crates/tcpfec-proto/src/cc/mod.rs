@@ -144,7 +144,8 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     /// delivery-rate sample. The samples of the jump's own packets, sent into an empty
     /// pipe, each span the round trip before the first ACK and read a fraction of it,
     /// so BBR left its start-up on a queue with a third of the path's rate as its
-    /// estimate.
+    /// estimate. BBR v3 also spares the lower bounds the losses of the start-up that
+    /// follows (`Bbr::adapt_lower_bounds_from_congestion`).
     fn on_jump_delivered(&mut self, _rate: f64) {}
     /// The rate to pace at, payload bytes per second; `None` sends as the window opens.
     fn pacing_rate(&self) -> Option<f64> {

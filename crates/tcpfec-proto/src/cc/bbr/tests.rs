@@ -13,6 +13,8 @@ fn ms(x: u64) -> Instant {
 struct Path {
     delivered: u64,
     now: u64,
+    /// Bytes the ACKs report in flight beyond the round's own (a queue that stays).
+    standing: u64,
 }
 
 impl Path {
@@ -45,7 +47,7 @@ impl Path {
                 delivered: self.delivered,
                 newly_acked: bytes,
                 newly_lost: if k == 0 { lost } else { 0 },
-                inflight: (flight as u64).saturating_sub((k + 1) * per_ack as u64),
+                inflight: (flight as u64).saturating_sub((k + 1) * per_ack as u64) + self.standing,
                 rtt: Some(Duration::from_millis(rtt_ms)),
                 cwnd_limited: true,
             };
@@ -60,6 +62,7 @@ fn warmed(seed: u64, rounds: usize) -> (Bbr, Path) {
     let mut p = Path {
         delivered: 0,
         now: 0,
+        standing: 0,
     };
     for _ in 0..rounds {
         p.round(&mut b, BW, 100, 0);
@@ -182,4 +185,49 @@ fn samples_near_the_minimum_postpone_probe_rtt_only_when_asked() {
     assert_eq!(probe_rtts_at(100, true), 0);
     // A queue of 10 % of the round trip that never drains still brings ProbeRTT.
     assert!(probe_rtts_at(110, true) >= 1);
+}
+
+/// `bw_lo` after each round with a loss that follows the end of a start-up, on a fresh
+/// connection or after a validated Careful Resume jump: two rounds with a standing queue
+/// (Drain goes on), then four without.
+fn lower_bound_after_startup_losses(jumped: bool) -> Vec<f64> {
+    let (mut b, mut p) = warmed(4, 0);
+    if jumped {
+        b.on_jump_delivered(BW);
+    }
+    // The start-up ends on a queue of two BDPs (at 100 ms), which stays two rounds.
+    p.standing = 2 * (BW / 10.0) as u64;
+    while b.state() == BbrState::Startup {
+        p.round(&mut b, BW, 100, 0);
+    }
+    (0..6)
+        .map(|i| {
+            if i == 2 {
+                p.standing = 0;
+            }
+            p.round(&mut b, BW, 100, 3 * MSS as u64);
+            b.bw_lo
+        })
+        .collect()
+}
+
+#[test]
+fn a_start_up_after_a_validated_jump_leaves_its_losses_out_of_the_lower_bounds() {
+    let fresh = lower_bound_after_startup_losses(false);
+    assert!(
+        fresh[0].is_finite(),
+        "a fresh start-up's losses lower bw_lo: {fresh:?}"
+    );
+    // Drain, held two rounds by the queue, and the JUMP_STARTUP_LOSS_ROUNDS after it
+    // keep it.
+    let jumped = lower_bound_after_startup_losses(true);
+    let spared = 2 + JUMP_STARTUP_LOSS_ROUNDS as usize;
+    assert!(
+        jumped[..spared].iter().all(|b| b.is_infinite()),
+        "the rounds after a jump's start-up keep bw_lo: {jumped:?}"
+    );
+    assert!(
+        jumped[spared..].iter().any(|b| b.is_finite()),
+        "later losses lower it again: {jumped:?}"
+    );
 }
