@@ -39,10 +39,10 @@ const FULL_BW_GROWTH: f64 = 1.25;
 const FULL_BW_ROUNDS: u32 = 3;
 /// Startup also ends after this many loss events in a round with a high loss rate.
 const STARTUP_FULL_LOSS_CNT: u32 = 6;
-/// Loss rounds after the Drain that follows a validated Careful Resume jump's start-up in
-/// which loss does not lower `bw_lo` and `inflight_lo`, as in Drain itself: the last
-/// packets sent in Startup leave the queue as Drain ends, and their losses are found in
-/// the next round or, when a repair was awaited, the one after.
+/// When a start-up followed a validated Careful Resume jump, loss lowers neither `bw_lo`
+/// nor `inflight_lo` in Drain and in this many loss rounds after it: the last packets
+/// sent in Startup leave the queue as Drain ends, and their losses are found in the next
+/// round or, when a repair was awaited, in the one after.
 const JUMP_STARTUP_LOSS_ROUNDS: u32 = 2;
 const MIN_RTT_FILTER: Duration = Duration::from_secs(10);
 const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(5);
@@ -111,7 +111,8 @@ pub struct Bbr {
     /// The channel's loss rate, not counted as too much in flight in Startup (0 unless
     /// told).
     channel_loss: f64,
-    /// A Careful Resume jump was validated (`CongestionControl::on_jump_delivered`).
+    /// A Careful Resume jump was validated (`CongestionControl::on_jump_delivered`) and
+    /// the start-up after it has not ended yet.
     jump_validated: bool,
     /// Loss rounds after Drain left in which loss does not lower the lower bounds (set to
     /// [`JUMP_STARTUP_LOSS_ROUNDS`] when a start-up after a validated jump ends).
@@ -570,7 +571,7 @@ impl Bbr {
     fn check_startup_done(&mut self, rs: &RateSample) {
         self.check_startup_high_loss(rs);
         if self.state == BbrState::Startup && self.full_bw_reached {
-            if self.jump_validated {
+            if core::mem::take(&mut self.jump_validated) {
                 self.startup_loss_rounds = JUMP_STARTUP_LOSS_ROUNDS;
             }
             self.set_state(BbrState::Drain);
