@@ -111,11 +111,9 @@ pub struct Bbr {
     /// The channel's loss rate, not counted as too much in flight in Startup (0 unless
     /// told).
     channel_loss: f64,
-    /// A Careful Resume jump was validated (`CongestionControl::on_jump_delivered`) and
-    /// the start-up after it has not ended yet.
-    jump_validated: bool,
-    /// Loss rounds after Drain left in which loss does not lower the lower bounds (set to
-    /// [`JUMP_STARTUP_LOSS_ROUNDS`] when a start-up after a validated jump ends).
+    /// Loss rounds after Drain in which loss does not lower the lower bounds: set to
+    /// [`JUMP_STARTUP_LOSS_ROUNDS`] when a jump is validated during Startup, counted
+    /// down only once Startup and Drain are over.
     startup_loss_rounds: u32,
     inflight_lo: f64,
     bw_latest: f64,
@@ -191,7 +189,6 @@ impl Bbr {
             probe_rtt_expired: false,
             inflight_hi: f64::INFINITY,
             channel_loss: 0.0,
-            jump_validated: false,
             startup_loss_rounds: 0,
             inflight_lo: f64::INFINITY,
             bw_latest: 0.0,
@@ -417,7 +414,7 @@ impl Bbr {
     /// Refill, the rest of the transfer (docs/design/fast-start.md).
     fn adapt_lower_bounds_from_congestion(&mut self) {
         if self.startup_loss_rounds > 0 {
-            if self.state != BbrState::Drain {
+            if !matches!(self.state, BbrState::Startup | BbrState::Drain) {
                 self.startup_loss_rounds -= 1;
             }
             return;
@@ -571,9 +568,6 @@ impl Bbr {
     fn check_startup_done(&mut self, rs: &RateSample) {
         self.check_startup_high_loss(rs);
         if self.state == BbrState::Startup && self.full_bw_reached {
-            if core::mem::take(&mut self.jump_validated) {
-                self.startup_loss_rounds = JUMP_STARTUP_LOSS_ROUNDS;
-            }
             self.set_state(BbrState::Drain);
         }
     }
@@ -877,7 +871,9 @@ impl CongestionControl for Bbr {
         self.channel_loss = rate.clamp(0.0, 1.0);
     }
     fn on_jump_delivered(&mut self, rate: f64) {
-        self.jump_validated = true;
+        if self.state == BbrState::Startup {
+            self.startup_loss_rounds = JUMP_STARTUP_LOSS_ROUNDS;
+        }
         self.max_bw = self.max_bw_filter.update(self.cycle_count, rate);
     }
     fn leave_startup(&mut self) {
