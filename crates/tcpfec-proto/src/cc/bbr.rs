@@ -52,6 +52,16 @@ const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
 const MIN_RTT_CONFIRM_DIVISOR: u32 = 32;
 /// Pacing runs this much below the estimated bandwidth, to drain queues it built.
 const PACING_MARGIN: f64 = 0.01;
+/// Startup's flights leave as a slow start's do, at the initial guess's pace (in effect
+/// unpaced), until the window exceeds this many initial windows: a short transfer's
+/// whole life, and bursts any queue sized for TCP holds.
+const UNSPREAD_INITIAL_WINDOWS: f64 = 4.0;
+/// Past them a Startup flight leaves over at most `1 / STARTUP_SPREAD_GAIN` of the
+/// minimum round trip (and never slower than `STARTUP_PACING_GAIN` times the estimated
+/// bandwidth): a sender whose own link outruns the bottleneck otherwise sends each
+/// flight as one burst, which overflows a queue far below the BDP long before the
+/// start-up fills the path.
+const STARTUP_SPREAD_GAIN: f64 = 2.0;
 /// Longest wait, in rounds, between bandwidth probes (Reno coexistence bound).
 const MAX_PROBE_ROUNDS: u64 = 63;
 const EXTRA_ACKED_ROUNDS: u64 = 10;
@@ -95,6 +105,10 @@ pub struct Bbr {
     pacing_gain: f64,
     cwnd_gain: f64,
     pacing_rate: f64,
+    /// Startup's flights are spread over the round trip ([`UNSPREAD_INITIAL_WINDOWS`]).
+    startup_spread: bool,
+    /// A Careful Resume jump started this flow: its start-up is never spread.
+    jumped: bool,
     cwnd: f64,
     // Model.
     max_bw_filter: MaxFilter<2>,
@@ -176,6 +190,8 @@ impl Bbr {
             pacing_gain: STARTUP_PACING_GAIN,
             cwnd_gain: STARTUP_CWND_GAIN,
             pacing_rate: 0.0,
+            startup_spread: false,
+            jumped: false,
             cwnd: initial_cwnd,
             max_bw_filter: MaxFilter::new(),
             cycle_count: 0,
@@ -787,8 +803,18 @@ impl Bbr {
     // ----- control parameters -----
 
     fn set_pacing_rate(&mut self) {
-        let rate = self.pacing_gain * self.bw * (1.0 - PACING_MARGIN);
-        if rate > 0.0 && (self.full_bw_reached || rate > self.pacing_rate) {
+        let mut rate = self.pacing_gain * self.bw * (1.0 - PACING_MARGIN);
+        let mut leaves_guess = false;
+        if let (BbrState::Startup, Some(min_rtt), false) = (self.state, self.min_rtt, self.jumped) {
+            if self.startup_spread || self.cwnd > UNSPREAD_INITIAL_WINDOWS * self.initial_cwnd {
+                rate = rate.max(STARTUP_SPREAD_GAIN * self.cwnd / min_rtt.as_secs_f64());
+                leaves_guess = !self.startup_spread;
+                self.startup_spread = true;
+            }
+        }
+        // The start-up only ever raises the rate, except once, when its flights start
+        // to be spread and the initial guess gives way.
+        if rate > 0.0 && (self.full_bw_reached || leaves_guess || rate > self.pacing_rate) {
             self.pacing_rate = rate;
         }
     }
@@ -869,6 +895,9 @@ impl CongestionControl for Bbr {
     }
     fn set_channel_loss(&mut self, rate: f64) {
         self.channel_loss = rate.clamp(0.0, 1.0);
+    }
+    fn on_jump(&mut self) {
+        self.jumped = true;
     }
     fn on_jump_delivered(&mut self, rate: f64) {
         if self.state == BbrState::Startup {

@@ -139,6 +139,10 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     /// controller with a start-up of its own leaves it (BBR enters Drain, RFC 9959's
     /// appendix). Window rules are given a window when the retreat ends.
     fn leave_startup(&mut self) {}
+    /// A resumed connection jumps (Careful Resume's Unvalidated phase begins): its
+    /// start-up continues from the saved path, not from the initial window. BBR keeps
+    /// that start-up's flights unspread (`Bbr::set_pacing_rate`).
+    fn on_jump(&mut self) {}
     /// A resumed connection's jump was validated, its ACKs having come back at `rate`
     /// payload bytes per second: a controller that models the path takes it as a
     /// delivery-rate sample. The samples of the jump's own packets, sent into an empty

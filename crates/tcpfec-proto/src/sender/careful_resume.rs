@@ -42,6 +42,9 @@ impl Sender {
         let cwnd = self.cc.cwnd() * self.mss as f64;
         let next = self.sb.rate.next_order();
         r.confirm(now, rtt, flight, next, self.sb.rate.lost(), cwnd);
+        if r.status() == ResumeStatus::Unvalidated {
+            self.cc.on_jump();
+        }
     }
 
     /// Feeds one ACK to Careful Resume: `delivered_before` is the delivery count before

@@ -231,3 +231,61 @@ fn a_start_up_after_a_validated_jump_leaves_its_losses_out_of_the_lower_bounds()
         "later losses lower it again: {jumped:?}"
     );
 }
+
+/// A fresh flow on a path far faster than its first flights (800 Mb/s, RTT 100 ms):
+/// the window at the start and at the end of each of `rounds` Startup rounds, and the
+/// pacing rate after it.
+fn startup_rates(b: &mut Bbr, rounds: usize) -> Vec<(f64, f64, f64)> {
+    let mut p = Path {
+        delivered: 0,
+        now: 0,
+        standing: 0,
+    };
+    let mut out = Vec::new();
+    for _ in 0..rounds {
+        let cwnd = b.cwnd;
+        p.round(b, 100e6, 100, 0);
+        assert_eq!(b.state(), BbrState::Startup);
+        out.push((cwnd, b.cwnd, b.pacing_rate().unwrap()));
+    }
+    out
+}
+
+#[test]
+fn a_start_up_past_four_initial_windows_spreads_its_flights_over_half_the_round_trip() {
+    let mut b = Bbr::new(10, MSS as u16, 1);
+    let guess = STARTUP_PACING_GAIN * 10.0 * MSS / 1e-3;
+    let (mut unspread, mut spread) = (0, 0);
+    for (start, end, rate) in startup_rates(&mut b, 6) {
+        if end <= 40.0 * MSS {
+            // The first flights leave at the initial guess's pace (27.7 MB/s here).
+            assert_eq!(rate, guess, "cwnd {end}");
+            unspread += 1;
+        } else if start > 40.0 * MSS {
+            // Past four initial windows the guess gives way: a window leaves within half
+            // the round trip, well below the guess.
+            assert!(rate < 0.5 * guess, "cwnd {start}: rate {rate}");
+            assert!(
+                rate >= STARTUP_SPREAD_GAIN * start / 0.1,
+                "cwnd {start}: rate {rate}"
+            );
+            spread += 1;
+        }
+    }
+    assert!(
+        unspread >= 2 && spread >= 2,
+        "{unspread} rounds unspread, {spread} spread"
+    );
+}
+
+#[test]
+fn a_start_up_after_a_careful_resume_jump_is_not_spread() {
+    let mut b = Bbr::new(10, MSS as u16, 1);
+    b.on_jump();
+    let guess = STARTUP_PACING_GAIN * 10.0 * MSS / 1e-3;
+    let rates = startup_rates(&mut b, 6);
+    assert!(rates.iter().any(|&(start, _, _)| start > 40.0 * MSS));
+    for (_, end, rate) in rates {
+        assert_eq!(rate, guess, "cwnd {end}");
+    }
+}
