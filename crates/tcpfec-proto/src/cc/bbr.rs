@@ -95,6 +95,17 @@ enum AckPhase {
     ProbeFeedback,
 }
 
+/// How Startup paces its flights ([`UNSPREAD_INITIAL_WINDOWS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StartupPacing {
+    /// At the initial guess, until the window outgrows four initial windows.
+    Guess,
+    /// Each flight spread over at most half the minimum round trip.
+    Spread,
+    /// At the initial guess to the end: the start-up follows a Careful Resume jump.
+    GuessAfterJump,
+}
+
 /// BBRv3 congestion control.
 #[derive(Debug, Clone)]
 pub struct Bbr {
@@ -105,10 +116,7 @@ pub struct Bbr {
     pacing_gain: f64,
     cwnd_gain: f64,
     pacing_rate: f64,
-    /// Startup's flights are spread over the round trip ([`UNSPREAD_INITIAL_WINDOWS`]).
-    startup_spread: bool,
-    /// A Careful Resume jump started this flow: its start-up is never spread.
-    jumped: bool,
+    startup_pacing: StartupPacing,
     cwnd: f64,
     // Model.
     max_bw_filter: MaxFilter<2>,
@@ -190,8 +198,7 @@ impl Bbr {
             pacing_gain: STARTUP_PACING_GAIN,
             cwnd_gain: STARTUP_CWND_GAIN,
             pacing_rate: 0.0,
-            startup_spread: false,
-            jumped: false,
+            startup_pacing: StartupPacing::Guess,
             cwnd: initial_cwnd,
             max_bw_filter: MaxFilter::new(),
             cycle_count: 0,
@@ -805,11 +812,15 @@ impl Bbr {
     fn set_pacing_rate(&mut self) {
         let mut rate = self.pacing_gain * self.bw * (1.0 - PACING_MARGIN);
         let mut leaves_guess = false;
-        if let (BbrState::Startup, Some(min_rtt), false) = (self.state, self.min_rtt, self.jumped) {
-            if self.startup_spread || self.cwnd > UNSPREAD_INITIAL_WINDOWS * self.initial_cwnd {
+        if let (BbrState::Startup, Some(min_rtt)) = (self.state, self.min_rtt) {
+            if self.startup_pacing == StartupPacing::Guess
+                && self.cwnd > UNSPREAD_INITIAL_WINDOWS * self.initial_cwnd
+            {
+                self.startup_pacing = StartupPacing::Spread;
+                leaves_guess = true;
+            }
+            if self.startup_pacing == StartupPacing::Spread {
                 rate = rate.max(STARTUP_SPREAD_GAIN * self.cwnd / min_rtt.as_secs_f64());
-                leaves_guess = !self.startup_spread;
-                self.startup_spread = true;
             }
         }
         // The start-up only ever raises the rate, except once, when its flights start
@@ -897,7 +908,7 @@ impl CongestionControl for Bbr {
         self.channel_loss = rate.clamp(0.0, 1.0);
     }
     fn on_jump(&mut self) {
-        self.jumped = true;
+        self.startup_pacing = StartupPacing::GuessAfterJump;
     }
     fn on_jump_delivered(&mut self, rate: f64) {
         if self.state == BbrState::Startup {

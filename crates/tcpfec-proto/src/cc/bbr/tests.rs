@@ -10,6 +10,7 @@ fn ms(x: u64) -> Instant {
 
 /// A scripted path: `bw` bytes/s, `rtt`, no loss. Each call acknowledges one
 /// packet-train round of `cwnd`-limited flight and returns the event fed to BBR.
+#[derive(Default)]
 struct Path {
     delivered: u64,
     now: u64,
@@ -59,11 +60,7 @@ impl Path {
 /// A flow on a fresh scripted path, after `rounds` loss-free rounds at `BW`.
 fn warmed(seed: u64, rounds: usize) -> (Bbr, Path) {
     let mut b = Bbr::new(10, MSS as u16, seed);
-    let mut p = Path {
-        delivered: 0,
-        now: 0,
-        standing: 0,
-    };
+    let mut p = Path::default();
     for _ in 0..rounds {
         p.round(&mut b, BW, 100, 0);
     }
@@ -236,11 +233,7 @@ fn a_start_up_after_a_validated_jump_leaves_its_losses_out_of_the_lower_bounds()
 /// the window at the start and at the end of each of `rounds` Startup rounds, and the
 /// pacing rate after it.
 fn startup_rates(b: &mut Bbr, rounds: usize) -> Vec<(f64, f64, f64)> {
-    let mut p = Path {
-        delivered: 0,
-        now: 0,
-        standing: 0,
-    };
+    let mut p = Path::default();
     let mut out = Vec::new();
     for _ in 0..rounds {
         let cwnd = b.cwnd;
@@ -251,10 +244,13 @@ fn startup_rates(b: &mut Bbr, rounds: usize) -> Vec<(f64, f64, f64)> {
     out
 }
 
+/// Startup's pacing rate before any RTT sample, with 10 initial segments.
+const INITIAL_GUESS: f64 = STARTUP_PACING_GAIN * 10.0 * MSS / 1e-3;
+
 #[test]
 fn a_start_up_past_four_initial_windows_spreads_its_flights_over_half_the_round_trip() {
     let mut b = Bbr::new(10, MSS as u16, 1);
-    let guess = STARTUP_PACING_GAIN * 10.0 * MSS / 1e-3;
+    let guess = INITIAL_GUESS;
     let (mut unspread, mut spread) = (0, 0);
     for (start, end, rate) in startup_rates(&mut b, 6) {
         if end <= 40.0 * MSS {
@@ -282,7 +278,7 @@ fn a_start_up_past_four_initial_windows_spreads_its_flights_over_half_the_round_
 fn a_start_up_after_a_careful_resume_jump_is_not_spread() {
     let mut b = Bbr::new(10, MSS as u16, 1);
     b.on_jump();
-    let guess = STARTUP_PACING_GAIN * 10.0 * MSS / 1e-3;
+    let guess = INITIAL_GUESS;
     let rates = startup_rates(&mut b, 6);
     assert!(rates.iter().any(|&(start, _, _)| start > 40.0 * MSS));
     for (_, end, rate) in rates {
