@@ -494,6 +494,19 @@ metric = "transfer_mbps"
 y_label = "Mb/s"
 [figure.set]
 transfer = "100KB"
+[[figure]]
+id = "shared"
+title = "shared"
+x = "delay"
+x_values = ["10ms"]
+x_label = "Delay"
+series = ["sack"]
+metric = "goodput_mbps/background_goodput_mbps"
+y_label = "Ratio"
+[figure.set]
+topology = "dumbbell"
+background = "1"
+background-scheme = "reno"
 [[claim]]
 text = "sack beats reno"
 figure = "f"
@@ -524,6 +537,7 @@ b = "reno"
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     std::fs::remove_file(out.join("report.md")).unwrap();
     let transfer_figure = std::fs::read_to_string(out.join("transfer.csv")).unwrap();
+    let shared_figure = std::fs::read_to_string(out.join("shared.csv")).unwrap();
     let again = args(&["--report-only"]);
     assert!(
         again.status.success(),
@@ -539,6 +553,11 @@ b = "reno"
     assert_eq!(
         std::fs::read_to_string(out.join("transfer.csv")).unwrap(),
         transfer_figure
+    );
+    // So does a ratio to the background flows' goodput, which has a column.
+    assert_eq!(
+        std::fs::read_to_string(out.join("shared.csv")).unwrap(),
+        shared_figure
     );
     // A setting only some runs have gets a column, empty in the other rows.
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();

@@ -127,6 +127,7 @@ fn csv_columns<'a>(runs: impl Iterator<Item = &'a crate::sweep::Run>) -> Vec<Str
         "completion_time_s",
         "incomplete_flows",
         "jain_fairness",
+        "background_goodput_mbps",
         "jitter_mean_ms",
         "jitter_std_ms",
         "delay_p50_ms",
@@ -268,6 +269,10 @@ pub fn read_csv(path: &Path, runs: &[crate::sweep::Run]) -> Result<Vec<Value>, S
         let goodput = m.get("goodput_mbps").and_then(Value::as_f64);
         if let Some(x) = goodput.and_then(|g| target_share(&run.scenario, g)) {
             m.insert("target_share".into(), json!(x));
+        }
+        let background = m.get("background_goodput_mbps").and_then(Value::as_f64);
+        if let (Some(g), Some(b)) = (goodput, background) {
+            m.insert("total_goodput_mbps".into(), json!(g + b));
         }
         records.push(Value::Object(m));
     }
