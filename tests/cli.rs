@@ -698,7 +698,7 @@ b = "reno"
         without_column(&read("merged", "results.csv"), "wall_s"),
         without_column(&read("one", "results.csv"), "wall_s")
     );
-    // Figures of a metric results.csv does not hold, and of time series, too.
+    // Figures of a derived metric, and of time series, too.
     for f in [
         "flows.csv",
         "report.md",
@@ -711,7 +711,24 @@ b = "reno"
     ] {
         assert_eq!(read("merged", f), read("one", f), "{f}");
     }
-    // A figure of a metric results.csv lacks cannot come back without simulating.
+    // A metric derived from two columns (the flows' goodput and the background flows')
+    // comes back from results.csv alone.
+    let total = read("one", "total.csv");
+    ok(tcpfec(&[
+        "reproduce",
+        file,
+        "--out",
+        &path("one"),
+        "--report-only",
+    ]));
+    assert_eq!(read("one", "total.csv"), total);
+    // A file from before one of those columns existed cannot draw it without simulating.
+    let csv = read("one", "results.csv");
+    std::fs::write(
+        dir.join("one").join("results.csv"),
+        without_column(&csv, "background_goodput_mbps") + "\n",
+    )
+    .unwrap();
     let e = tcpfec(&["reproduce", file, "--out", &path("one"), "--report-only"]);
     let msg = String::from_utf8_lossy(&e.stderr);
     assert!(
