@@ -42,21 +42,11 @@ pub fn run_json(o: &Outcome) -> Value {
     if !resumes.is_empty() {
         m.insert("resume_outcomes".into(), json!(resumes));
     }
-    if let Some(x) = transfer_mbps(&o.run.scenario, r.completion_time_s) {
-        m.insert("transfer_mbps".into(), json!(x));
-    }
     m.insert("incomplete_flows".into(), json!(r.incomplete_flows));
     m.insert("jain_fairness".into(), json!(r.jain_fairness));
-    if let Some(x) = target_share(&o.run.scenario, r.goodput_mbps) {
-        m.insert("target_share".into(), json!(x));
-    }
     m.insert(
         "background_goodput_mbps".into(),
         json!(r.background_goodput_mbps),
-    );
-    m.insert(
-        "total_goodput_mbps".into(),
-        json!(r.goodput_mbps + r.background_goodput_mbps),
     );
     m.insert("jitter_mean_ms".into(), json!(r.jitter_mean_ms));
     m.insert("jitter_std_ms".into(), json!(r.jitter_std_ms));
@@ -68,7 +58,26 @@ pub fn run_json(o: &Outcome) -> Value {
     m.insert("packets_total".into(), json!(r.packets_total));
     m.insert("events".into(), json!(r.events));
     m.insert("wall_s".into(), json!(o.wall_s));
+    insert_derived(&o.run.scenario, &mut m);
     Value::Object(m)
+}
+
+/// The metrics derived from a run's others and its settings, which `results.csv` has no
+/// column for: inserted into the record `m` by [`run_json`], and again by [`read_csv`]
+/// so that `--report-only` can draw figures of them.
+fn insert_derived(scenario: &tcpfec_sim::Scenario, m: &mut Map<String, Value>) {
+    let metric = |name: &str| m.get(name).and_then(Value::as_f64);
+    let (completion, goodput) = (metric("completion_time_s"), metric("goodput_mbps"));
+    let background = metric("background_goodput_mbps");
+    if let Some(x) = transfer_mbps(scenario, completion) {
+        m.insert("transfer_mbps".into(), json!(x));
+    }
+    if let Some(x) = goodput.and_then(|g| target_share(scenario, g)) {
+        m.insert("target_share".into(), json!(x));
+    }
+    if let (Some(g), Some(b)) = (goodput, background) {
+        m.insert("total_goodput_mbps".into(), json!(g + b));
+    }
 }
 
 /// The delivery-delay percentiles under their column names (`None` where nothing was
@@ -260,20 +269,7 @@ pub fn read_csv(path: &Path, runs: &[crate::sweep::Run]) -> Result<Vec<Value>, S
         for (k, v) in settings {
             m.entry(k).or_insert_with(|| json!(v));
         }
-        // Metrics derived from the settings have no column: derived again, as `run_json`
-        // does, so that `--report-only` can draw figures of them.
-        let completion = m.get("completion_time_s").and_then(Value::as_f64);
-        if let Some(x) = transfer_mbps(&run.scenario, completion) {
-            m.insert("transfer_mbps".into(), json!(x));
-        }
-        let goodput = m.get("goodput_mbps").and_then(Value::as_f64);
-        if let Some(x) = goodput.and_then(|g| target_share(&run.scenario, g)) {
-            m.insert("target_share".into(), json!(x));
-        }
-        let background = m.get("background_goodput_mbps").and_then(Value::as_f64);
-        if let (Some(g), Some(b)) = (goodput, background) {
-            m.insert("total_goodput_mbps".into(), json!(g + b));
-        }
+        insert_derived(&run.scenario, &mut m);
         records.push(Value::Object(m));
     }
     Ok(records)
