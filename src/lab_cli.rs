@@ -378,6 +378,12 @@ pub struct ValidateArgs {
     /// lists them).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     points: Option<Vec<usize>>,
+    /// --set kernel or wire, with --measure: only these transports (comma-separated, as
+    /// the report's "measured" column names them without "TCP " or "tcpfec ": `auto`,
+    /// `cubic`). Measuring a subset of points or transports replaces those rows in the
+    /// stored CSV and keeps the rest.
+    #[arg(long, value_delimiter = ',', value_name = "LIST", requires = "measure")]
+    transports: Option<Vec<String>>,
     /// --set kernel or wire: exit 1 unless every point agrees within 10 % or misses as
     /// recorded (each recorded miss has its explanation in the report).
     #[arg(long)]
@@ -422,6 +428,7 @@ impl ValidateArgs {
             measure: self.measure,
             import: self.import,
             only: self.points,
+            transports: self.transports,
             report: self.report,
             check: self.check,
         })

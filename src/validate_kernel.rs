@@ -178,10 +178,21 @@ pub enum Reference {
 }
 
 /// A measured transport and the simulator's scheme it is compared with.
+#[derive(Debug)]
 struct Pairing {
     /// `transport` as the stored rows name it (`bench net --emu`'s label).
     transport: &'static str,
     scheme: &'static str,
+}
+
+impl Pairing {
+    /// The transport's name as `bench net` takes it: `cubic` for "TCP cubic", `auto` for
+    /// "tcpfec auto".
+    fn short_name(&self) -> &'static str {
+        self.transport
+            .trim_start_matches("TCP ")
+            .trim_start_matches("tcpfec ")
+    }
 }
 
 const KERNEL_PAIRS: &[Pairing] = &[
@@ -243,23 +254,39 @@ impl Reference {
         PathBuf::from(format!("docs/results/validation-{}.md", self.name()))
     }
 
-    /// `bench net --emu`'s `--schemes` and `--kernel` for this reference.
-    fn bench_args(self) -> Vec<String> {
-        let list =
-            |v: &[Pairing], f: fn(&Pairing) -> &str| v.iter().map(f).collect::<Vec<_>>().join(",");
+    /// The pairings measured: all, or those `only` names (by [`Pairing::short_name`]).
+    fn measured_pairs(self, only: Option<&[String]>) -> Result<Vec<&'static Pairing>, String> {
+        let all = self.pairs();
+        let Some(names) = only else {
+            return Ok(all.iter().collect());
+        };
+        names
+            .iter()
+            .map(|n| {
+                all.iter()
+                    .find(|p| p.short_name() == n.trim())
+                    .ok_or_else(|| {
+                        let known: Vec<_> = all.iter().map(Pairing::short_name).collect();
+                        format!(
+                            "--transports: '{n}' is not measured for --set {} (one of {})",
+                            self.name(),
+                            known.join(", ")
+                        )
+                    })
+            })
+            .collect()
+    }
+
+    /// `bench net --emu`'s `--schemes` and `--kernel` measuring `pairs`.
+    fn bench_args(self, pairs: &[&Pairing]) -> Vec<String> {
+        let list = pairs
+            .iter()
+            .map(|p| p.short_name())
+            .collect::<Vec<_>>()
+            .join(",");
         match self {
-            Reference::Kernel => vec![
-                "--schemes".into(),
-                "none".into(),
-                "--kernel".into(),
-                list(KERNEL_PAIRS, |p| p.transport.trim_start_matches("TCP ")),
-            ],
-            Reference::Wire => vec![
-                "--schemes".into(),
-                list(WIRE_PAIRS, |p| p.transport.trim_start_matches("tcpfec ")),
-                "--kernel".into(),
-                "none".into(),
-            ],
+            Reference::Kernel => vec!["--schemes".into(), "none".into(), "--kernel".into(), list],
+            Reference::Wire => vec!["--schemes".into(), list, "--kernel".into(), "none".into()],
         }
     }
 
@@ -511,6 +538,8 @@ pub struct Options {
     pub import: Option<PathBuf>,
     /// Only these points (1-based, in the order of [`POINTS`]).
     pub only: Option<Vec<usize>>,
+    /// With `measure`: only these transports (their names without "TCP " or "tcpfec ").
+    pub transports: Option<Vec<String>>,
     /// The markdown report [default: docs/results/validation-NAME.md]; `-` for none.
     pub report: Option<PathBuf>,
     /// Fail unless every point agrees or misses as [`KNOWN_MISSES`] records.
@@ -786,6 +815,7 @@ fn measure(opts: &Options, reps: u64) -> Result<(), String> {
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let points = opts.points()?;
+    let pairs = opts.reference.measured_pairs(opts.transports.as_deref())?;
     let mut rows = Vec::new();
     let total = points.len() as u64 * reps;
     let mut done = 0;
@@ -803,7 +833,7 @@ fn measure(opts: &Options, reps: u64) -> Result<(), String> {
                     &seed.to_string(),
                 ])
                 .args(p.bench_args())
-                .args(opts.reference.bench_args())
+                .args(opts.reference.bench_args(&pairs))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .output()
@@ -817,13 +847,45 @@ fn measure(opts: &Options, reps: u64) -> Result<(), String> {
             )?);
         }
     }
+    let measured = rows.len();
+    if opts.only.is_some() || opts.transports.is_some() {
+        // A subset replaces its own rows and keeps the others.
+        let (_, stored) = read_csv(&opts.csv()).unwrap_or_default();
+        let replaced = |r: &Row| {
+            points.iter().any(|(_, p)| r.at(p)) && pairs.iter().any(|p| p.transport == r.transport)
+        };
+        let kept: Vec<Row> = stored.into_iter().filter(|r| !replaced(r)).collect();
+        rows = merge_in_order(kept, rows, opts.reference);
+    }
+    let reps = rows.iter().map(|r| r.seed).max().unwrap_or(reps);
     write_csv(
         &opts.csv(),
         &measurement_header(opts.reference, reps),
         &rows,
     )?;
-    println!("wrote {} rows to {}", rows.len(), opts.csv().display());
+    println!(
+        "wrote {} rows to {} ({measured} measured now)",
+        rows.len(),
+        opts.csv().display()
+    );
     Ok(())
+}
+
+/// `kept` and `new` rows in the order a full measurement writes them: by seed, then
+/// point, then transport.
+fn merge_in_order(kept: Vec<Row>, new: Vec<Row>, reference: Reference) -> Vec<Row> {
+    let key = |r: &Row| {
+        let point = POINTS.iter().position(|p| r.at(p)).unwrap_or(usize::MAX);
+        let pair = reference
+            .pairs()
+            .iter()
+            .position(|p| p.transport == r.transport)
+            .unwrap_or(usize::MAX);
+        (r.seed, point, pair)
+    };
+    let mut rows: Vec<Row> = kept.into_iter().chain(new).collect();
+    rows.sort_by_key(key);
+    rows
 }
 
 /// Bulk goodput or the time of a 10 MB transfer.
@@ -1104,6 +1166,49 @@ mod tests {
                 "{}:\n{}",
                 reference.name(),
                 wrong.join("\n")
+            );
+        }
+    }
+
+    /// Measuring some transports again replaces their rows and keeps the others, in
+    /// the order a full measurement writes them.
+    #[test]
+    fn a_partial_measurement_replaces_its_own_rows_only() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let (_, stored) = read_csv(&root.join(Reference::Wire.default_csv())).unwrap();
+        let pairs = Reference::Wire
+            .measured_pairs(Some(&["auto".to_string()]))
+            .unwrap();
+        assert_eq!(pairs.len(), 1);
+        assert_eq!(pairs[0].transport, "tcpfec auto");
+        assert!(Reference::Wire
+            .measured_pairs(Some(&["reno".to_string()]))
+            .unwrap_err()
+            .contains("bbr1, cubic, auto, anker-10-1"));
+        let new: Vec<Row> = stored
+            .iter()
+            .filter(|r| r.transport == "tcpfec auto")
+            .map(|r| Row {
+                bulk_mbps: 1.0,
+                ..r.clone()
+            })
+            .collect();
+        let kept: Vec<Row> = stored
+            .iter()
+            .filter(|r| r.transport != "tcpfec auto")
+            .cloned()
+            .collect();
+        let merged = merge_in_order(kept, new, Reference::Wire);
+        assert_eq!(merged.len(), stored.len());
+        for (m, s) in merged.iter().zip(&stored) {
+            let expect = if s.transport == "tcpfec auto" {
+                1.0
+            } else {
+                s.bulk_mbps
+            };
+            assert_eq!(
+                (&m.transport, m.seed, m.bulk_mbps),
+                (&s.transport, s.seed, expect)
             );
         }
     }
