@@ -48,7 +48,7 @@ pub const FEC_SCHEMES: &[(&str, &str)] = &[
         ("anker-N-M[-base]", "Anker: blocks of N data + M repair packets (M=1 XOR, else Reed-Solomon), recovered losses hidden from congestion control, uncorrectable ones handled by base = sack (default), reno, newreno, tahoe, cubic (SACK recovery, CUBIC window), bbr or bbr1 (SACK recovery, paced BBR v3 / v1)"),
     ("tcp-ir[-N]", "TCP-IR style (Ferlin's baseline): one XOR repair per N segments (default 16) and at the end of a stalled flight, a recovered loss still halves cwnd once per window, CUBIC with SACK"),
     ("dfec", "TCP-dFEC (Ferlin F1-F3): XOR groups of up to 16, cwnd +1 per rebuilt segment and /2 when FEC fails or a repair is lost, ratio steered toward 0.5 % residual loss (step 25 %, period 100 packets), CUBIC with SACK"),
-    ("auto[-base][-blocks][-tT]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a block-failure target T (default 1e-3, raised to 1/BDP on paths shorter than 1000 packets, where a failed block's extra round trip costs less than the repairs that avoid it; a given T holds everywhere, and auto-t0.01 spends less on repair and retransmits more) at the least overhead (1 % probe on a clean path), block length within a quarter of the window, half of it where that meets the target within the 1/3 repair cap, a whole one where one repair per window does; blocks close an eighth of an RTT after a flight stalls; runs of retransmissions get repairs of their own to the same target where the channel loses more than the queue; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic; while the application limits the sender (a stream, interactive traffic) repairs of a sliding-window code leave by time instead, half of a quarter RTT (a quarter RTT at least 10 ms) after a packet, over it and the interval before, and BBR skips ProbeRTT; -blocks closes blocks by that time instead (docs/design/auto.md)"),
+    ("auto[-base][-blocks][-hold][-tT]", "adaptive redundancy: the receiver reports loss runs from packet numbers, a Gilbert fit of the channel losses (congestion drops left out) sizes Reed-Solomon blocks to a block-failure target T (default 1e-3, raised to 1/BDP on paths shorter than 1000 packets, where a failed block's extra round trip costs less than the repairs that avoid it; a given T holds everywhere, and auto-t0.01 spends less on repair and retransmits more) at the least overhead (1 % probe on a clean path), block length within a quarter of the window, half of it where that meets the target within the 1/3 repair cap, a whole one where one repair per window does; blocks close an eighth of an RTT after a flight stalls; runs of retransmissions get repairs of their own to the same target where the channel loses more than the queue; recovered losses hidden from base = bbr (default, BBR v3), bbr1 or cubic; duplicate ACKs of holes FEC may still rebuild are withheld only where the queue is full (elsewhere the sender waits for the repairs; -hold: withheld always); while the application limits the sender (a stream, interactive traffic) repairs of a sliding-window code leave by time instead, half of a quarter RTT (a quarter RTT at least 10 ms) after a packet, over it and the interval before, and BBR skips ProbeRTT; -blocks closes blocks by that time instead (docs/design/auto.md)"),
     ("afec", "TCP-AFEC (Teshima T1-T2): Reed-Solomon blocks of K=20, redundancy levels 1..20 moved by unrepaired losses and drop timers (alpha 2, beta 0.8), target rate from --target-rate or --app-rate, NewReno base"),
     ("afec-raw100", "TCP-AFEC with K=100 and 100 levels (the paper's AFEC(raw100))"),
     ("tfec", "TCP-TFEC (Teshima T3): Reed-Solomon blocks of K=100, repairs from the calibrated loss-rate table (+1) at the loss measured every 5 s (gamma 0.8), window capped at target x RTT x redundancy, NewReno base"),
@@ -476,14 +476,14 @@ const AUTO_FLIGHT_END_WAIT: f64 = 0.125;
 /// points (docs/design/on-time.md).
 const AUTO_STREAM_WAIT: f64 = 0.5;
 
-/// Parses `auto[-BASE][-blocks][-greedy][-tTARGET]`: Reed-Solomon blocks sized from the
+/// Parses `auto[-BASE][-blocks][-hold][-greedy][-tTARGET]`: Reed-Solomon blocks sized from the
 /// measured channel (`fec::auto`, docs/design/auto.md) over BASE's congestion control, BBR v3 by
 /// default, to a block-failure probability of TARGET (default 1e-3). Recovered losses are
 /// hidden from the controller as in Anker's schemes; blocks close at the end of a flight
 /// so the tail of a transfer is protected. Over a base that models the path (BBR), losses
 /// at a full queue beyond the channel's cap the flight as CUBIC would (`-greedy`: not).
 fn parse_auto(name: &str) -> Result<Scheme, String> {
-    let usage = "write auto[-BASE][-blocks][-greedy][-tTARGET] (e.g. auto-bbr1, auto-blocks, auto-greedy, auto-t0.01)";
+    let usage = "write auto[-BASE][-blocks][-hold][-greedy][-tTARGET] (e.g. auto-bbr1, auto-blocks, auto-hold, auto-greedy, auto-t0.01)";
     let rest = name.strip_prefix("auto").unwrap_or_default();
     let mut p = crate::fec::auto::AutoParams::default();
     // The target may itself hold a dash (1e-4); a base never ends in "-t" and a number.
@@ -505,6 +505,14 @@ fn parse_auto(name: &str) -> Result<Scheme, String> {
     let rest = match rest.strip_suffix("-greedy") {
         Some(r) => {
             p.yield_to_congestion = false;
+            r
+        }
+        None => rest,
+    };
+    // Duplicate ACKs withheld whatever the queue, as SPEC S4 has it.
+    let rest = match rest.strip_suffix("-hold") {
+        Some(r) => {
+            p.hold_only_at_full_queue = false;
             r
         }
         None => rest,

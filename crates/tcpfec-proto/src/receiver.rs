@@ -1,7 +1,7 @@
 //! The receiving half: reassembly in segment order, SACK runs, and when to acknowledge.
 
 use crate::fec::window::WindowDecoder;
-use crate::fec::{Decoder, FecConfig, StreamCode};
+use crate::fec::{Adaptive, Decoder, FecConfig, StreamCode};
 use crate::loss_runs::LossRunMeter;
 use crate::time::Instant;
 use crate::wire::{FecFeedback, FecGroup, RepairInfo, SackBlock, SackBlocks, WindowInfo};
@@ -57,6 +57,39 @@ struct FecRx {
     /// Duplicate ACKs withheld since the cumulative ACK last moved (replayed if the
     /// suppression is released).
     withheld: u32,
+    /// Holes below this segment were opened by runs of losses the loss-run meter counted
+    /// as congestion (`FecRx::withholds_dupacks`).
+    congestion_holes_end: u64,
+    /// A numbered packet ended such a run since the last segment: the next segment
+    /// bounds the holes the run opened.
+    congestion_run_ended: bool,
+}
+
+impl FecRx {
+    /// Whether duplicate ACKs are withheld now (S4), repairs permitting, with `rcv_nxt`
+    /// the first missing segment.
+    ///
+    /// Under `auto` (`AutoParams::hold_only_at_full_queue`) only where the queue is full:
+    /// for the holes of runs of losses counted as congestion, and while most arrivals
+    /// meet a near-full queue (a flow's first packets included, before the meter can
+    /// tell). There the ACK clock's pause is the congestion response that FEC's repair
+    /// would otherwise hide. A hole the channel made at a queue with room is
+    /// acknowledged at once, and the sender waits for its block's repairs itself
+    /// (`Scoreboard::una_awaits_repairs`): a clean short path's block spans two windows,
+    /// and the pause stalled the sender for a round trip per loss.
+    fn withholds_dupacks(&self, rcv_nxt: u64) -> bool {
+        if !self.cfg.suppress_dupacks {
+            return false;
+        }
+        let gated =
+            matches!(self.cfg.adaptive, Some(Adaptive::Auto(p)) if p.hold_only_at_full_queue);
+        !gated
+            || rcv_nxt < self.congestion_holes_end
+            || self
+                .loss_runs
+                .as_ref()
+                .is_none_or(LossRunMeter::queue_mostly_full)
+    }
 }
 
 /// A run of segments held out of order, with the time it last grew (RFC 2018 ordering).
@@ -273,6 +306,8 @@ impl Receiver {
             high_nxt: self.rcv_nxt,
             dupacks_suppressed: 0,
             withheld: 0,
+            congestion_holes_end: 0,
+            congestion_run_ended: false,
         });
     }
 
@@ -310,6 +345,11 @@ impl Receiver {
         fec: Option<FecGroup>,
     ) {
         self.segments_received += 1;
+        if let Some(f) = self.fec.as_mut() {
+            if std::mem::take(&mut f.congestion_run_ended) {
+                f.congestion_holes_end = f.congestion_holes_end.max(seg);
+            }
+        }
         if cwr {
             self.ece_latched = false;
         }
@@ -338,8 +378,11 @@ impl Receiver {
     /// A data or repair packet carried transmission number `number` and the sender's
     /// timestamp `ts_val`: the loss-run meter reads it.
     pub fn on_numbered(&mut self, now: Instant, number: u32, ts_val: u32) {
-        if let Some(m) = self.fec.as_mut().and_then(|f| f.loss_runs.as_mut()) {
-            m.on_packet(now, number, ts_val);
+        if let Some(f) = self.fec.as_mut() {
+            if let Some(m) = f.loss_runs.as_mut() {
+                // A repair that ends such a run leaves it to the next segment.
+                f.congestion_run_ended |= m.on_packet(now, number, ts_val);
+            }
         }
     }
 
@@ -470,9 +513,14 @@ impl Receiver {
     }
 
     /// S4: an out-of-order arrival normally triggers a duplicate ACK; withhold it while every
-    /// gap can still be repaired by FEC.
+    /// gap can still be repaired by FEC (under `auto`, only where the queue is full:
+    /// `FecRx::withholds_dupacks`).
     fn apply_suppression(&mut self, arrival: Arrival) {
-        let suppress = self.fec.as_ref().is_some_and(|f| f.cfg.suppress_dupacks);
+        let rcv_nxt = self.rcv_nxt;
+        let suppress = self
+            .fec
+            .as_ref()
+            .is_some_and(|f| f.withholds_dupacks(rcv_nxt));
         if !suppress || arrival != Arrival::OutOfOrder || !self.ack_now {
             return;
         }

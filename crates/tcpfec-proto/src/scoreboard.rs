@@ -262,7 +262,7 @@ impl Scoreboard {
     }
 
     /// [`Scoreboard::protect`] by repairs of the sliding-window code: its duplicate ACKs
-    /// do not start a fast retransmit either (`una_awaits_window_repairs`).
+    /// do not start a fast retransmit either (`una_awaits_repairs`).
     pub fn protect_by_window(
         &mut self,
         seg: u64,
@@ -294,17 +294,20 @@ impl Scoreboard {
         }
     }
 
-    /// True if the first unacknowledged segment is a hole the window code's repairs may
-    /// still rebuild: fewer than `dupthresh` segments sent after them are SACKed. Without
-    /// duplicate-ACK suppression (a stream's receiver cannot tell which repairs will come)
-    /// every segment arriving behind the hole sends a duplicate ACK, and counting them
-    /// retransmitted holes the next repair was about to rebuild.
-    pub fn una_awaits_window_repairs(&self, dupthresh: usize) -> bool {
+    /// True if the first unacknowledged segment is a hole the window code's repairs (and,
+    /// with `blocks`, a block's repairs) may still rebuild: fewer than `dupthresh`
+    /// segments sent after them are SACKed. Where the receiver does not withhold
+    /// duplicate ACKs (a stream's receiver cannot tell which repairs will come; `auto`'s
+    /// acknowledges every arrival unless the queue is full) every segment arriving behind
+    /// the hole sends one, and counting them retransmitted holes the next repair was about
+    /// to rebuild.
+    pub fn una_awaits_repairs(&self, dupthresh: usize, blocks: bool) -> bool {
         self.segs.front().is_some_and(|s| {
             !s.sacked
                 && !s.lost
-                && s.fec
-                    .is_some_and(|p| p.by_window && self.sacked_from(p.bound) < dupthresh)
+                && s.fec.is_some_and(|p| {
+                    (blocks || p.by_window) && self.sacked_from(p.bound) < dupthresh
+                })
         })
     }
 
@@ -780,6 +783,31 @@ mod tests {
         assert_eq!(sb.mark_lost_by_sack(3), 1);
         assert!(sb.get(7).unwrap().lost);
         sb.check_counters();
+    }
+
+    /// Duplicate ACKs for a hole its block's repairs may still rebuild start no fast
+    /// retransmit where the sender waits for block repairs (`auto` acknowledging every
+    /// arrival); elsewhere only the window code's repairs are waited for.
+    #[test]
+    fn duplicate_acks_wait_for_the_repairs_of_the_first_hole() {
+        let mut sb = board(12);
+        for seg in 0..4 {
+            sb.protect(seg, group(0, 4, 1), 4, None);
+        }
+        sb.apply_sack(Instant::ZERO, &[blk(1, 6)]);
+        assert!(
+            sb.una_awaits_repairs(3, true),
+            "only 4 and 5 are above the repairs"
+        );
+        assert!(
+            !sb.una_awaits_repairs(3, false),
+            "a block's, not the window code's"
+        );
+        sb.apply_sack(Instant::ZERO, &[blk(1, 7)]);
+        assert!(
+            !sb.una_awaits_repairs(3, true),
+            "three above: the repairs came"
+        );
     }
 
     /// A group missing more members than it has repairs cannot be rebuilt: once the

@@ -71,7 +71,12 @@ fn duplicates_are_counted_not_delivered() {
 
 fn fec_rx(suppress: bool) -> Receiver {
     let mut r = rx();
-    r.enable_fec(FecConfig {
+    r.enable_fec(fec_cfg(suppress));
+    r
+}
+
+fn fec_cfg(suppress: bool) -> FecConfig {
+    FecConfig {
         policy: crate::fec::GroupPolicy::Static(4),
         suppress_dupacks: suppress,
         ecn_factor: Some(0.7),
@@ -85,8 +90,7 @@ fn fec_rx(suppress: bool) -> Receiver {
         quiet_surplus_repairs: true,
         stream: None,
         adaptive: None,
-    });
-    r
+    }
 }
 
 /// Segment `seg` arrives as a member of the group of 4 consecutive segments from
@@ -314,6 +318,57 @@ fn a_lost_first_member_of_an_interleaved_block_leaks_no_duplicate_acks() {
     }
     assert!(drain_acks(&mut r).is_empty());
     assert_eq!(r.fec_counts().4, 4);
+}
+
+/// A receiver of `auto` (withholding only where the queue is full unless `always_hold`)
+/// that has measured `packets` numbered arrivals, each `queue_ms` above the smallest
+/// delay; then segment 0 of a block arrives, segment 1 is lost and segment 2 arrives,
+/// both `hole_queue_ms` above it. Segment 1 may still be rebuilt.
+fn auto_rx_after(always_hold: bool, packets: u32, queue_ms: u64, hole_queue_ms: u64) -> Receiver {
+    let mut r = rx();
+    let p = crate::fec::auto::AutoParams {
+        hold_only_at_full_queue: !always_hold,
+        ..Default::default()
+    };
+    r.enable_fec(FecConfig {
+        adaptive: Some(Adaptive::Auto(p)),
+        ..fec_cfg(true)
+    });
+    let numbered = |r: &mut Receiver, n: u32, queue_ms: u64| {
+        let sent_us = 1_000_000 + n as u64 * 1_000;
+        // The first packet sets the smallest delay (20 ms).
+        let queue_us = if n == 0 { 0 } else { queue_ms * 1_000 };
+        let at = Instant((sent_us + 20_000 + queue_us) * 1_000);
+        r.on_numbered(at, n, sent_us as u32);
+    };
+    for n in 0..packets {
+        numbered(&mut r, n, queue_ms);
+    }
+    numbered(&mut r, packets, hole_queue_ms);
+    member(&mut r, 0, 0);
+    r.take_ack();
+    numbered(&mut r, packets + 2, hole_queue_ms);
+    member(&mut r, 2, 0);
+    r
+}
+
+#[test]
+fn auto_withholds_duplicate_acks_only_where_the_queue_is_full() {
+    let withheld = |always_hold, packets, queue_ms, hole_queue_ms| {
+        !auto_rx_after(always_hold, packets, queue_ms, hole_queue_ms).wants_ack(Instant::ZERO)
+    };
+    // A new flow has measured nothing: it withholds, as every flow did.
+    assert!(withheld(false, 0, 0, 0));
+    // Arrivals that met a queue with room, and a channel loss among them: the gap is
+    // acknowledged at once, and the sender waits for the block's repairs itself
+    // (`Scoreboard::una_awaits_repairs`).
+    assert!(!withheld(false, 2_000, 0, 0));
+    // The same, but the loss came at a 10 ms queue, the largest seen: congestion.
+    assert!(withheld(false, 2_000, 0, 10));
+    // Arrivals at a steady 10 ms queue: mostly full, every gap is withheld.
+    assert!(withheld(false, 2_000, 10, 0));
+    // `auto-hold` withholds whatever the queue.
+    assert!(withheld(true, 2_000, 0, 0));
 }
 
 #[test]

@@ -7,6 +7,7 @@ use super::{AckInfo, Sender};
 use crate::cc::{AckEvent, CongestionReport};
 use crate::config::Recovery;
 use crate::fec::channel::ChannelEstimate;
+use crate::fec::Adaptive;
 use crate::time::Instant;
 use core::time::Duration;
 
@@ -200,10 +201,21 @@ impl Sender {
             }
         } else if self.dupacks == self.dupthresh
             && self.may_enter_recovery()
-            && !self.sb.una_awaits_window_repairs(self.dupthresh as usize)
+            && !self
+                .sb
+                .una_awaits_repairs(self.dupthresh as usize, self.awaits_block_repairs())
         {
             self.enter_recovery(now);
         }
+    }
+
+    /// Whether duplicate ACKs wait, like SACKs, for the repairs of a hole's block: under
+    /// `auto`, whose receiver sends them for holes FEC may still rebuild unless the queue
+    /// is full (`AutoParams::hold_only_at_full_queue`).
+    fn awaits_block_repairs(&self) -> bool {
+        self.fec.as_ref().is_some_and(
+            |(_, c)| matches!(c.adaptive, Some(Adaptive::Auto(p)) if p.hold_only_at_full_queue),
+        )
     }
 
     pub(super) fn may_enter_recovery(&self) -> bool {
