@@ -704,12 +704,11 @@ const SLOW_START_LOSS: &str = "10 MB at 0.1 % loss: the simulated seeds spread m
 
 /// `auto`'s 10 MB at RTT 300 ms over 4 BDP with 0.1 % loss.
 const AUTO_LONG_PATH_START: &str = "auto's 10 MB at RTT 300 ms over 4 BDP with 0.1 % \
-    loss: 3.99 +/- 0.01 s simulated, 3.61 +/- 0.04 s measured (1.11x; 3.65 +/- 0.01 s \
-    in the runs before the receive-stamp fix, 1.10x). Every transport's clean 10 MB \
-    takes the simulator 3-6 % longer than the wire at RTT 100-300 ms; auto's takes \
-    5-11 % longer, about one round trip, and on the wire auto finishes 0.2 s before the \
-    engine's CUBIC where in the simulator the two tie. Where auto's start-up gains that \
-    round trip on the wire is not isolated.";
+    loss: 3.99 +/- 0.01 s simulated, 3.61 +/- 0.04 s measured (1.11x). Every \
+    transport's clean 10 MB takes the simulator 3-6 % longer than the wire at RTT \
+    100-300 ms; auto's takes 5-11 % longer, about one round trip, and on the wire auto \
+    finishes 0.2 s before the engine's CUBIC where in the simulator the two tie. Where \
+    auto's start-up gains that round trip on the wire is not isolated.";
 
 const fn miss(
     reference: Reference,
@@ -905,7 +904,7 @@ fn merge_in_order(kept: Vec<Row>, new: Vec<Row>, reference: Reference) -> Vec<Ro
         (r.seed, point, pair)
     };
     let mut rows: Vec<Row> = kept.into_iter().chain(new).collect();
-    rows.sort_by_key(key);
+    rows.sort_by_cached_key(key);
     rows
 }
 

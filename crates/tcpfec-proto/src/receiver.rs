@@ -1,7 +1,7 @@
 //! The receiving half: reassembly in segment order, SACK runs, and when to acknowledge.
 
 use crate::fec::window::WindowDecoder;
-use crate::fec::{Adaptive, Decoder, FecConfig, StreamCode};
+use crate::fec::{Decoder, FecConfig, StreamCode};
 use crate::loss_runs::LossRunMeter;
 use crate::time::Instant;
 use crate::wire::{FecFeedback, FecGroup, RepairInfo, SackBlock, SackBlocks, WindowInfo};
@@ -81,9 +81,7 @@ impl FecRx {
         if !self.cfg.suppress_dupacks {
             return false;
         }
-        let gated =
-            matches!(self.cfg.adaptive, Some(Adaptive::Auto(p)) if p.hold_only_at_full_queue);
-        !gated
+        !self.cfg.holds_only_at_full_queue()
             || rcv_nxt < self.congestion_holes_end
             || self
                 .loss_runs

@@ -113,6 +113,13 @@ impl FecConfig {
     pub fn measures_loss_runs(&self) -> bool {
         self.adaptive.is_some_and(|a| a.measures_loss_runs())
     }
+
+    /// Whether duplicate ACKs are withheld only where the queue is full, and the sender
+    /// waits for a block's repairs before it counts them (`auto`:
+    /// `AutoParams::hold_only_at_full_queue`).
+    pub fn holds_only_at_full_queue(&self) -> bool {
+        matches!(self.adaptive, Some(Adaptive::Auto(p)) if p.hold_only_at_full_queue)
+    }
 }
 
 /// How a stream's repairs are made.

@@ -1,6 +1,7 @@
 //! Tests of `receiver`.
 
 use super::*;
+use crate::fec::Adaptive;
 use crate::wire::RepairInfo;
 
 fn rx() -> Receiver {

@@ -7,7 +7,6 @@ use super::{AckInfo, Sender};
 use crate::cc::{AckEvent, CongestionReport};
 use crate::config::Recovery;
 use crate::fec::channel::ChannelEstimate;
-use crate::fec::Adaptive;
 use crate::time::Instant;
 use core::time::Duration;
 
@@ -213,9 +212,9 @@ impl Sender {
     /// `auto`, whose receiver sends them for holes FEC may still rebuild unless the queue
     /// is full (`AutoParams::hold_only_at_full_queue`).
     fn awaits_block_repairs(&self) -> bool {
-        self.fec.as_ref().is_some_and(
-            |(_, c)| matches!(c.adaptive, Some(Adaptive::Auto(p)) if p.hold_only_at_full_queue),
-        )
+        self.fec
+            .as_ref()
+            .is_some_and(|(_, c)| c.holds_only_at_full_queue())
     }
 
     pub(super) fn may_enter_recovery(&self) -> bool {
