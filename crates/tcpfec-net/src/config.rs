@@ -114,6 +114,8 @@ impl EndpointConfig {
                 // 1 600-2 200 packets of a 10 MB transfer into a 1-BDP queue at RTT
                 // 100-200 ms (docs/design/fast-start.md, first contact).
                 hystart: true,
+                // The pacer (`pacer.rs`) spreads every window rule's packets.
+                paced_windows: true,
                 hystart_pp: true,
                 ..Config::default()
             },

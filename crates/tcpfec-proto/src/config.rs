@@ -191,6 +191,11 @@ pub struct Config {
     /// the queue overflows; other controllers ignore it. Off by default (RFC 9438's plain
     /// slow start).
     pub hystart: bool,
+    /// The driver paces the packets of window rules, at twice the window per round trip
+    /// in slow start (`tcpfec-net`'s pacer, as Linux's fq); HyStart reads ACK trains
+    /// accordingly. Off by default: the simulator sends a window's packets as its ACKs
+    /// allow.
+    pub paced_windows: bool,
     /// A window rule (not BBR) leaves its first slow start by HyStart++ (RFC 9406): a
     /// round trip that rises by an eighth (4–16 ms) turns slow start into Conservative
     /// Slow Start, a quarter of its growth, and five rounds of that into congestion
@@ -298,6 +303,7 @@ impl Default for Config {
             byte_counting: false,
             rack: false,
             hystart: false,
+            paced_windows: false,
             hystart_pp: false,
             prr: false,
             hold_on_repeated_timeout: false,

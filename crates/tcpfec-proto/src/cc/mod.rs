@@ -197,9 +197,10 @@ pub trait CongestionControl: Send + core::fmt::Debug {
     /// `auto`; the `bbr` scheme keeps Linux's rule (only a strictly lower sample
     /// counts). Only BBR v3 has a ProbeRTT timer of this kind.
     fn confirm_min_rtt_near_it(&mut self) {}
-    /// Leave slow start by HyStart, as Linux's CUBIC does (`Config::hystart`); only
-    /// controllers that have it (CUBIC) act on this.
-    fn enable_hystart(&mut self) {}
+    /// Leave slow start by HyStart, as Linux's CUBIC does (`Config::hystart`), for a
+    /// sender that paces its packets or not (`Config::paced_windows`); only controllers
+    /// that have it (CUBIC) act on this.
+    fn enable_hystart(&mut self, _paced: bool) {}
     /// The loss rate of the path's channel, outside full queues, as `auto`'s FEC measures
     /// it, told after a Careful Resume jump. FEC answers that loss, so in its start-up
     /// BBR v3 reads only loss beyond it as too much in flight (`Bbr::is_inflight_too_high`);

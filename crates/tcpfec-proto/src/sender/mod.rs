@@ -258,7 +258,7 @@ impl Sender {
             cc.spare_app_limited_flows();
         }
         if cfg.hystart {
-            cc.enable_hystart();
+            cc.enable_hystart(cfg.paced_windows);
         }
         let rto_floor = rto_variance_floor(cfg, cc.as_ref());
         let event_driven = cc.wants_ack_events();
