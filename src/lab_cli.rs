@@ -50,6 +50,12 @@ pub struct SimArgs {
     /// always find the queue full (ns-2's overhead_) [default: 0].
     #[arg(long, allow_hyphen_values = true)]
     host_jitter: Option<String>,
+    /// How much faster the receiving hosts' clocks run than the senders', parts per
+    /// million, e.g. 50ppm or -20ppm: real oscillators differ by tens of ppm, and NTP
+    /// slews a clock by up to 500 ppm while it corrects it. The engine reads one-way
+    /// delays through it; links and measurements keep true time [default: 0].
+    #[arg(long, allow_hyphen_values = true)]
+    clock_skew: Option<String>,
     /// Start each finite flow (--transfer) as a connection to a peer seen before, with
     /// Careful Resume (RFC 9959): `on` resumes from the path's own payload rate less its
     /// random loss (what an earlier connection delivered) and its base RTT,
@@ -227,6 +233,7 @@ impl SimArgs {
             ("buffer", &self.buffer),
             ("host-buffer", &self.host_buffer),
             ("host-jitter", &self.host_jitter),
+            ("clock-skew", &self.clock_skew),
             ("resume", &self.resume),
             ("packet-size", &self.packet_size),
             ("loss", &self.loss),

@@ -19,6 +19,7 @@ pub const AXES: &[(&str, Option<&str>)] = &[
     ("buffer", Some("50")),
     ("host-buffer", None),
     ("host-jitter", None),
+    ("clock-skew", None),
     ("packet-size", Some("1500")),
     ("loss", Some("0.05%")),
     ("ge", None),
@@ -401,6 +402,16 @@ fn field<T>(axis: &str, r: Result<T, String>) -> Result<T, String> {
     r.map_err(|e| format!("--{axis}: {e}"))
 }
 
+/// A clock skew in parts per million: `50`, `50ppm`, `-20ppm`.
+fn parse_ppm(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("ppm").unwrap_or(t).trim();
+    t.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| format!("'{s}' is not a skew in parts per million, e.g. 50ppm or -20"))
+}
+
 fn parse_count(s: &str) -> Result<u32, String> {
     s.trim()
         .parse::<u32>()
@@ -465,6 +476,7 @@ pub fn scenario_of(params: &[(String, String)]) -> Result<Scenario, String> {
                 })
             }
             "host-jitter" => sc.send_jitter = field(a, parse_duration(v))?,
+            "clock-skew" => sc.clock_skew_ppm = field(a, parse_ppm(v))?,
             "resume" => sc.resume = field(a, Resume::parse(v))?,
             "packet-size" => sc.packet_size = field(a, parse_count(v))?,
             "loss" => sc.loss = LossSpec::bernoulli(field(a, parse_probability(v))?),

@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+pub mod clock;
 mod delivery;
 pub mod event;
 mod heap;

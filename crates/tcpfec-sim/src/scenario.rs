@@ -169,6 +169,11 @@ pub struct Scenario {
     /// packets take every slot that frees and another's always find it full (Floyd and
     /// Jacobson's phase effects; ns-2's `overhead_`). Zero by default.
     pub send_jitter: Duration,
+    /// How much faster the receiving hosts' clocks run than the sending hosts', parts per
+    /// million (negative: slower; `clock::HostClock`). Oscillators differ by tens of
+    /// ppm, and NTP slews a clock by up to 500 ppm while it corrects it. Zero by default.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub clock_skew_ppm: f64,
     /// Size of a full data packet on the wire, headers included.
     pub packet_size: u32,
     /// Random loss on the bottleneck in the data direction (R1 → R2).
@@ -251,6 +256,15 @@ pub struct HostSettings {
     pub send_buffer: usize,
 }
 
+/// Largest clock skew a scenario may give, ppm: a tenth of a second per second, far
+/// beyond any oscillator or NTP slew, and small enough that a skewed clock never runs
+/// backwards.
+pub const MAX_CLOCK_SKEW_PPM: f64 = 100_000.0;
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 fn scheme_name<S: serde::Serializer>(s: &Scheme, ser: S) -> Result<S::Ok, S::Error> {
     ser.serialize_str(&s.name)
 }
@@ -269,6 +283,7 @@ impl Default for Scenario {
             buffer: 50,
             host_buffer: None,
             send_jitter: Duration::ZERO,
+            clock_skew_ppm: 0.0,
             packet_size: 1500,
             loss: LossSpec::Bernoulli { p: 0.0005 },
             reverse_loss: LossSpec::None,
@@ -397,6 +412,13 @@ impl Scenario {
             return Err(format!(
                 "--host-jitter: {:?} is longer than the maximum of {MAX_DELAY:?}",
                 self.send_jitter
+            ));
+        }
+        if self.clock_skew_ppm.is_nan() || self.clock_skew_ppm.abs() > MAX_CLOCK_SKEW_PPM {
+            return Err(format!(
+                "--clock-skew: {} ppm is beyond the ±{MAX_CLOCK_SKEW_PPM} ppm a host's clock may \
+                 run off true time here",
+                self.clock_skew_ppm
             ));
         }
         if self.access_delay.1 > MAX_DELAY {

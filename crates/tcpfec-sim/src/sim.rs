@@ -1,6 +1,7 @@
 //! The simulator: drives one engine ([`tcpfec_proto::Endpoint`]) per endpoint over the built network in
 //! virtual time and collects the metrics of a [`Scenario`].
 
+use crate::clock::HostClock;
 use crate::delivery::WriteLog;
 use crate::event::{EventKind, EventQueue};
 use crate::link::Offer;
@@ -13,7 +14,7 @@ use core::time::Duration;
 use std::sync::OnceLock;
 use tcpfec_channel::DelayHistogram;
 use tcpfec_proto::ResumeStatus;
-use tcpfec_proto::{Endpoint as Engine, Instant, Packet, Stats};
+use tcpfec_proto::{Endpoint as Engine, Packet, Stats};
 
 /// Period of the byte pattern applications send: a prime, so that no whole number of
 /// segments maps a byte onto the same pattern position and misordering shows up. Small
@@ -146,6 +147,9 @@ struct Endpoint {
     node: u32,
     flow: u32,
     sender: bool,
+    /// The host's clock, through which the engine reads the time.
+    clock: HostClock,
+    /// True time of the timer event queued for this endpoint, if any.
     timer_at: Option<u64>,
     closed_own_side: bool,
     /// The qlog trace, with `run_traced`.
@@ -266,6 +270,7 @@ impl<'a> Simulator<'a> {
                 node: s,
                 flow,
                 sender: true,
+                clock: HostClock::default(),
                 timer_at: None,
                 closed_own_side: false,
                 tracer: None,
@@ -276,6 +281,7 @@ impl<'a> Simulator<'a> {
                 node: d,
                 flow,
                 sender: false,
+                clock: HostClock::with_skew_ppm(sc.clock_skew_ppm),
                 timer_at: None,
                 closed_own_side: false,
                 tracer: None,
@@ -407,7 +413,7 @@ impl<'a> Simulator<'a> {
             if let Some(pcap) = &mut e.pcap {
                 capture(pcap, self.now, (e.node, peer_node), e.flow, false, &packet);
             }
-            e.conn.handle_packet(Instant(self.now), packet);
+            e.conn.handle_packet(e.clock.local(self.now), packet);
             self.service(ep);
         } else {
             let link = self.net.route(node, m.dst_node);
@@ -416,8 +422,8 @@ impl<'a> Simulator<'a> {
     }
 
     fn on_timer(&mut self, ep: u32) {
-        let now = Instant(self.now);
         let e = &mut self.endpoints[ep as usize];
+        let now = e.clock.local(self.now);
         if e.timer_at == Some(self.now) {
             e.timer_at = None;
         }
@@ -453,7 +459,7 @@ impl<'a> Simulator<'a> {
 
     /// Lets endpoint `ep`'s application and connection act after anything touched it.
     fn service(&mut self, ep: u32) {
-        let now = Instant(self.now);
+        let now = self.endpoints[ep as usize].clock.local(self.now);
         let flow = self.endpoints[ep as usize].flow as usize;
         if !self.flows[flow].started {
             return;
@@ -504,7 +510,7 @@ impl<'a> Simulator<'a> {
             t.after(Duration::from_nanos(self.now), &mut e.conn);
         }
         if let Some(t) = e.conn.poll_timeout() {
-            let t = t.0.max(self.now);
+            let t = e.clock.true_time(t).max(self.now);
             if e.timer_at.is_none_or(|x| t < x) {
                 e.timer_at = Some(t);
                 self.queue.push(t, EventKind::Timer { endpoint: ep });
