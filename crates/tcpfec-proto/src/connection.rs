@@ -76,10 +76,14 @@ pub struct Connection {
     handshake_deadline: Option<Instant>,
     handshake_tries: u32,
     peer_syn_ts: u32,
-    /// With receive-window auto-tuning: the peer's latest timestamp, echoed on every
-    /// packet (RFC 7323 echoes it from any segment), so that the peer measures its
-    /// receive-side round trip on our data even when it sends nothing but ACKs. Without
-    /// auto-tuning only data segments' timestamps are echoed (the papers' engine).
+    /// The peer's latest timestamp. Echoed on every packet with receive-window
+    /// auto-tuning (RFC 7323 echoes it from any segment), so that the peer measures its
+    /// receive-side round trip on our data even when it sends nothing but ACKs; without,
+    /// only by a sender that has received no data segment yet, whose echo would
+    /// otherwise be empty: `auto`'s receiver reads from it how far its clock gains on
+    /// ours (`loss_runs`). An endpoint that has received data echoes the timestamp of
+    /// its latest in-order segment, as the papers' engine does, and its peer's round
+    /// trips are measured as before.
     peer_ts_latest: Option<u32>,
     linger_deadline: Option<Instant>,
     error: Option<ConnError>,
@@ -363,11 +367,11 @@ impl Connection {
     }
 
     fn on_established_packet(&mut self, now: Instant, p: Packet) {
-        if self.cfg.recv_window_initial.is_some() && p.ts_val != 0 {
+        if p.ts_val != 0 {
             self.peer_ts_latest = Some(p.ts_val);
         }
         if let Some(n) = p.number {
-            self.receiver.on_numbered(now, n, p.ts_val);
+            self.receiver.on_numbered(now, n, p.ts_val, p.ts_ecr);
         }
         if let (Some(info), Some(group)) = (p.repair, p.fec) {
             self.receiver.on_repair(group, info, p.payload);
@@ -528,7 +532,11 @@ impl Connection {
             ack: a.ack,
             window: a.window,
             ts_val: timestamp(now),
-            ts_ecr: self.peer_ts_latest.unwrap_or(a.ts_ecr),
+            ts_ecr: if self.cfg.recv_window_initial.is_some() || a.ts_ecr == 0 {
+                self.peer_ts_latest.unwrap_or(a.ts_ecr)
+            } else {
+                a.ts_ecr
+            },
             mss: None,
             sack: a.sack,
             fec: None,

@@ -11,7 +11,8 @@
 //! **Channel or congestion.** A drop-tail queue drops only when it is full, a lossy link
 //! drops whatever the queue holds. So each run is classed by the queueing delay of the
 //! packet that ends it: its one-way delay (arrival minus the sender's timestamp, an
-//! unknown but constant clock offset included) above the smallest seen. A run that ends
+//! unknown clock offset included) above the smallest seen, which moves up as the
+//! receiver's clock gains on the sender's (`LossRunMeter::follow_clock_gain`). A run that ends
 //! while that delay is within [`CONGESTED_SHARE`] of the largest recently seen (and at least
 //! [`MIN_QUEUE`]) is counted as congestion: FEC sized to it would only add load to a full
 //! queue. So is a run that follows a packet which met such a queue: a full queue drops the
@@ -80,6 +81,11 @@ const ROOM_SHARE_GAIN: f64 = 1.0 / 512.0;
 /// a queue with room (`LossRunMeter::queue_mostly_full`).
 const HOLD_ROOM_SHARE: f64 = 0.5;
 
+/// The base delay follows the receiver's clock ahead of the sender's once it has gained
+/// more than this, µs (see `LossRunMeter::offset_high`). Below it, a sender's varying
+/// pause between an ACK and the next packet could move it.
+const CLOCK_GAIN_STEP: u32 = 1_000;
+
 /// A jump in the numbers larger than this is not a loss run (a peer restarting its
 /// numbering, or a corrupted field); the meter resynchronises instead.
 const MAX_RUN: u32 = 1 << 16;
@@ -89,8 +95,17 @@ const MAX_RUN: u32 = 1 << 16;
 pub(crate) struct LossRunMeter {
     /// The number the next packet should carry.
     next: Option<u32>,
-    /// Smallest one-way delay seen (µs, wrapping, offset by the clocks' difference).
+    /// Smallest one-way delay seen (µs, wrapping, offset by the clocks' difference),
+    /// moved up as far as the receiver's clock has gained on the sender's since.
     min_delay: Option<u32>,
+    /// Largest `ts_ecr − ts_val` seen (µs, wrapping): the receiver's clock when it sent
+    /// an ACK less the sender's when it sent a packet echoing it, which is the clocks'
+    /// difference less the ACK's trip and the sender's pause. Queues on the data path
+    /// do not move it, so it tells a receiver clock that runs fast (the one-way delays
+    /// grow with no queue: 50 ppm is 3 ms a minute) from a queue that stands.
+    offset_high: Option<u32>,
+    /// `offset_high` when `min_delay` was last set or moved.
+    offset_at_base: Option<u32>,
     /// Recent maximum of the queueing delay, µs (`QUEUE_MAX_SAMPLE`), and when it was
     /// last updated.
     queue_max: f64,
@@ -114,10 +129,14 @@ pub(crate) struct LossRunMeter {
 }
 
 impl LossRunMeter {
-    /// A numbered packet arrived at `now`, sent at the peer's `ts_val` (µs). Returns
-    /// true if it ended a run of losses counted as congestion.
-    pub fn on_packet(&mut self, now: Instant, number: u32, ts_val: u32) -> bool {
+    /// A numbered packet arrived at `now`, sent at the peer's `ts_val` (µs) echoing our
+    /// `ts_ecr` (0: none). Returns true if it ended a run of losses counted as
+    /// congestion.
+    pub fn on_packet(&mut self, now: Instant, number: u32, ts_val: u32, ts_ecr: u32) -> bool {
         self.received += 1;
+        if ts_ecr != 0 {
+            self.follow_clock_gain(ts_ecr.wrapping_sub(ts_val));
+        }
         let queue = self.queueing_delay(now, now.timestamp_micros().wrapping_sub(ts_val));
         let near_full = self.near_full(queue);
         let room = if near_full { 0.0 } else { 1.0 };
@@ -171,6 +190,30 @@ impl LossRunMeter {
         self.counters
     }
 
+    /// A packet's `ts_ecr − ts_val` was `gap`: where the largest such gap has grown by
+    /// more than [`CLOCK_GAIN_STEP`] since the smallest delay was set, the receiver's
+    /// clock has gained that much on the sender's, and the smallest delay moves up with
+    /// it. Left alone, a clock 50 ppm fast made every packet after a few minutes look
+    /// queued at a full queue, and every loss congestion. A move too far (an ACK that
+    /// came back faster than any before it) is undone by the next packet that meets an
+    /// empty queue, as it sets a new smallest delay.
+    fn follow_clock_gain(&mut self, gap: u32) {
+        let high = match self.offset_high {
+            Some(h) if (gap.wrapping_sub(h) as i32) <= 0 => h,
+            _ => gap,
+        };
+        self.offset_high = Some(high);
+        let Some(at_base) = self.offset_at_base else {
+            self.offset_at_base = self.min_delay.map(|_| high);
+            return;
+        };
+        let gain = high.wrapping_sub(at_base);
+        if (gain as i32) > CLOCK_GAIN_STEP as i32 {
+            self.min_delay = self.min_delay.map(|m| m.wrapping_add(gain));
+            self.offset_at_base = Some(high);
+        }
+    }
+
     /// Queueing delay of a packet whose one-way delay (plus clock offset) is `delay`, and
     /// the recent maximum updated with it.
     fn queueing_delay(&mut self, now: Instant, delay: u32) -> u32 {
@@ -178,6 +221,7 @@ impl LossRunMeter {
             Some(min) if (delay.wrapping_sub(min) as i32) >= 0 => delay.wrapping_sub(min),
             _ => {
                 self.min_delay = Some(delay);
+                self.offset_at_base = self.offset_high;
                 0
             }
         };
@@ -221,7 +265,7 @@ mod tests {
     fn feed(m: &mut LossRunMeter, numbers: impl Iterator<Item = u32>, queue: impl Fn(u32) -> u64) {
         for n in numbers {
             let sent = 1_000_000 + n as u64 * 100;
-            m.on_packet(at_us(sent + 10_000 + queue(n)), n, sent as u32);
+            m.on_packet(at_us(sent + 10_000 + queue(n)), n, sent as u32, 0);
         }
     }
 
@@ -277,7 +321,7 @@ mod tests {
         // queue; 10 and 11 are dropped; 12 meets the drained queue.
         let arrive = |m: &mut LossRunMeter, n: u32, queue_us: u64| {
             let sent = 1_000_000 + n as u64 * 100;
-            m.on_packet(at_us(sent + 10_000 + queue_us), n, sent as u32);
+            m.on_packet(at_us(sent + 10_000 + queue_us), n, sent as u32, 0);
         };
         for n in 0..10 {
             arrive(&mut m, n, n as u64 * 2_000 + 2_000);
@@ -333,7 +377,7 @@ mod tests {
         // queue full at 12 ms, where one packet is dropped.
         fn arrive(m: &mut LossRunMeter, n: u32, at_ms: u64, queue_us: u64) {
             let sent = at_ms * 1_000;
-            m.on_packet(at_us(sent + 10_000 + queue_us), n, sent as u32);
+            m.on_packet(at_us(sent + 10_000 + queue_us), n, sent as u32, 0);
         }
         for i in 0..20 {
             arrive(&mut m, i as u32, 1_000 + i, 1_000 * i);
@@ -349,6 +393,72 @@ mod tests {
         assert_eq!((c.lost, c.congestion_lost), (0, 1));
     }
 
+    /// Twenty minutes of a packet every 10 ms through a path with 10 ms each way and a
+    /// queue that rises from empty to 5 ms and drains every second, the receiver's clock
+    /// `ppm` fast (sender's clock true, both at 1 s at the start), each packet echoing
+    /// the receiver's ACK of the one before; every 97th packet lost, at whatever the
+    /// queue then is. Returns the counters.
+    fn skewed(ppm: i64, echo: bool) -> LossCounters {
+        let mut m = LossRunMeter::default();
+        let receiver_clock = |true_us: u64| true_us + true_us * ppm as u64 / 1_000_000;
+        for n in 0..120_000u32 {
+            let sent = 1_000_000 + n as u64 * 10_000;
+            // The ACK of packet n - 1 left the receiver 10 ms before packet n was sent.
+            let ts_ecr = if echo && n > 0 {
+                receiver_clock(sent - 10_000) as u32
+            } else {
+                0
+            };
+            if n % 97 == 96 {
+                continue;
+            }
+            let queue = (n as u64 % 100) * 50;
+            let arrived = receiver_clock(sent + 10_000 + queue);
+            m.on_packet(at_us(arrived), n, sent as u32, ts_ecr);
+        }
+        m.counters()
+    }
+
+    #[test]
+    fn a_receiver_clock_that_runs_fast_is_not_read_as_a_queue() {
+        let true_clocks = skewed(0, true);
+        // Of the 1237 losses, those where the queue is within a fifth of its recent top
+        // (or just after such a packet) count as congestion, about a third; the rest
+        // as the channel's.
+        assert_eq!(true_clocks.lost + true_clocks.congestion_lost, 1237);
+        assert!(true_clocks.lost > 700, "{true_clocks:?}");
+        // 50 ppm gains 60 ms in twenty minutes, twelve times the queue: read as queueing
+        // it would make every loss after the first few minutes congestion. Followed in
+        // steps of `CLOCK_GAIN_STEP`, it moves the split by a few losses in a hundred.
+        let fast = skewed(50, true);
+        assert!(
+            fast.lost.abs_diff(true_clocks.lost) <= 62,
+            "{fast:?} against {true_clocks:?}"
+        );
+        let without_echoes = skewed(50, false);
+        assert!(without_echoes.lost < 300, "{without_echoes:?}");
+    }
+
+    #[test]
+    fn a_queue_that_stands_does_not_move_the_smallest_delay() {
+        let mut m = LossRunMeter::default();
+        // An empty queue for a second, then one that stands at 30 ms to 40 ms for ten
+        // minutes (clocks true, every ACK 10 ms on its way back); 60 000 is lost where
+        // the queue is at its top, which is congestion.
+        for n in (0..60_100u32).filter(|n| *n != 60_000) {
+            let sent = 1_000_000 + n as u64 * 10_000;
+            let queue = if n < 100 {
+                0
+            } else {
+                30_000 + (n as u64 % 100) * 100
+            };
+            let ts_ecr = sent as u32 - 10_000;
+            m.on_packet(at_us(sent + 10_000 + queue), n, sent as u32, ts_ecr);
+        }
+        let c = m.counters();
+        assert_eq!((c.lost, c.congestion_lost), (0, 1));
+    }
+
     #[test]
     fn numbers_wrap_and_late_packets_are_not_runs() {
         let mut m = LossRunMeter::default();
@@ -361,7 +471,7 @@ mod tests {
             start.wrapping_add(5),
         ];
         for (i, n) in numbers.into_iter().enumerate() {
-            m.on_packet(at_us(20_000 + i as u64 * 100), n, 1 + i as u32 * 100);
+            m.on_packet(at_us(20_000 + i as u64 * 100), n, 1 + i as u32 * 100, 0);
         }
         let c = m.counters();
         // Lost: start+2 (later arriving late, left counted) and start+4.

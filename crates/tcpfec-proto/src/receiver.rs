@@ -373,13 +373,13 @@ impl Receiver {
         self.apply_suppression(arrival);
     }
 
-    /// A data or repair packet carried transmission number `number` and the sender's
-    /// timestamp `ts_val`: the loss-run meter reads it.
-    pub fn on_numbered(&mut self, now: Instant, number: u32, ts_val: u32) {
+    /// A data or repair packet carried transmission number `number`, the sender's
+    /// timestamp `ts_val` and its echo of ours, `ts_ecr`: the loss-run meter reads it.
+    pub fn on_numbered(&mut self, now: Instant, number: u32, ts_val: u32, ts_ecr: u32) {
         if let Some(f) = self.fec.as_mut() {
             if let Some(m) = f.loss_runs.as_mut() {
                 // A repair that ends such a run leaves it to the next segment.
-                f.congestion_run_ended |= m.on_packet(now, number, ts_val);
+                f.congestion_run_ended |= m.on_packet(now, number, ts_val, ts_ecr);
             }
         }
     }

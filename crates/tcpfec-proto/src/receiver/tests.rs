@@ -340,7 +340,7 @@ fn auto_rx_after(always_hold: bool, packets: u32, queue_ms: u64, hole_queue_ms: 
         // The first packet sets the smallest delay (20 ms).
         let queue_us = if n == 0 { 0 } else { queue_ms * 1_000 };
         let at = Instant((sent_us + 20_000 + queue_us) * 1_000);
-        r.on_numbered(at, n, sent_us as u32);
+        r.on_numbered(at, n, sent_us as u32, 0);
     };
     for n in 0..packets {
         numbered(&mut r, n, queue_ms);
