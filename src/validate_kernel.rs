@@ -661,7 +661,7 @@ const DEEP_QUEUE_RENO: &str = "Reno at RTT 300 ms over a 4 BDP queue with 0.1 % 
 /// BBR v1's Startup overshooting a long path.
 const OVERSHOOT: &str = "bbr1's 10 MB at RTT 300 ms over one BDP: its Startup overshoots \
     the long path, and the simulated overshoot costs more than the measured one (5.12 s \
-    against 3.79 +/- 0.01 s). Since the endpoint's send buffer grows with the window (up \
+    against 4.17 +/- 0.57 s: three runs at 3.91-3.94 s, one at 4.72). Since the endpoint's send buffer grows with the window (up \
     to 64 MiB; a fixed 4 MiB had clipped the overshoot), the two no longer cost the \
     same. Where the simulated losses and recovery depart from the wire's is not \
     isolated.";
@@ -676,18 +676,24 @@ const ANKER_LONG_PATH: &str = "anker-10-1 at RTT 300 ms over one BDP without ran
     without), where Reno's one segment per round trip leaves it: 28.9 Mb/s (34.8). Why \
     the wire's recovery does not end the same way is not isolated.";
 
-/// anker-10-1's 10 MB at RTT 200 ms over 2 BDP with 0.1 % loss.
-const ANKER_SLOW_START: &str = "anker-10-1's 10 MB at RTT 200 ms over 2 BDP with 0.1 % \
-    loss: 3.58 +/- 0.18 s simulated, 3.23 +/- 0.02 s measured (z 4.3). HyStart++ ends \
-    the slow start on both sides (without it the simulator retransmits 13 % of the \
-    packets and takes 3.8 s; with it 1 %). Where the remaining 11 % comes from is not \
-    isolated.";
+/// The engine's CUBIC over real networks: paced, it ends slow start as Linux does for
+/// a paced socket; the simulator does not pace window rules.
+const PACED_HYSTART: &str = "The engine's CUBIC on the wire is paced (twice the window \
+    per round trip in slow start), so HyStart takes a round's ACKs for a train that shows \
+    a full path only once they span the whole minimum RTT, as Linux does for a paced \
+    socket; the simulator does not pace window rules and halves it, as Linux does \
+    unpaced. The paced exit comes near two BDP in flight: into a 0.5 BDP queue at RTT \
+    50 ms (2.34 s measured, 2.02 simulated, z 6.8) and a 1 BDP queue at RTT 300 ms (4.68 \
+    s against 3.98, z 5.3; 1 500 retransmissions) the 10 MB transfer overshoots and \
+    recovers. Halved on the wire, slow start ended at two thirds of the path, and 10 MB \
+    at RTT 100 ms took 2.95 s where the simulator and the paced rule take 2.3.";
 
-/// anker-10-1's 10 MB at RTT 300 ms over 4 BDP with 0.1 % loss.
-const ANKER_RUNS_SPREAD: &str = "anker-10-1's 10 MB at RTT 300 ms over 4 BDP with 0.1 % \
-    loss: the wire's runs spread from one measurement to the next (4.11 s in both runs \
-    of the engine with plain slow start, 4.78 and 5.26 s now); the simulated 4.26 s lies \
-    between. z 2.6 on two runs: more runs would tell.";
+/// CUBIC at 5 % loss and RTT 20 ms on the wire.
+const HEAVY_LOSS_CUBIC: &str = "The engine's CUBIC at 5 % random loss over a 0.5 BDP \
+    queue at RTT 20 ms: the two measured runs agree closely (1.86 +/- 0.01 Mb/s) while \
+    the simulator's seeds spread around a higher mean (2.16 +/- 0.23), z 3.0. The flow \
+    spends most of its time in recovery and timeouts, where a few losses decide a run; \
+    why the wire's runs sit low is not isolated.";
 
 /// Reno's goodput at RTT 200 ms over 2 BDP with 0.1 % loss.
 const RENO_SEEDS_SPREAD: &str = "Reno's goodput at RTT 200 ms over 2 BDP with 0.1 % loss: \
@@ -702,13 +708,19 @@ const SLOW_START_LOSS: &str = "10 MB at 0.1 % loss: the simulated seeds spread m
     2.95 s simulated). A seed whose random loss lands in slow start pays a recovery none \
     of the measured runs met; z just above 2. More measured runs would tell.";
 
-/// `auto`'s 10 MB at RTT 300 ms over 4 BDP with 0.1 % loss.
-const AUTO_LONG_PATH_START: &str = "auto's 10 MB at RTT 300 ms over 4 BDP with 0.1 % \
-    loss: 3.99 +/- 0.01 s simulated, 3.61 +/- 0.04 s measured (1.11x). Every \
-    transport's clean 10 MB takes the simulator 3-6 % longer than the wire at RTT \
-    100-300 ms; auto's takes 5-11 % longer, about one round trip, and on the wire auto \
-    finishes 0.2 s before the engine's CUBIC where in the simulator the two tie. Where \
-    auto's start-up gains that round trip on the wire is not isolated.";
+/// A clean path where one measured run of anker-10-1's 10 MB took far longer than the
+/// others.
+const ONE_SLOW_RUN: &str = "anker-10-1's 10 MB on a clean path: one of the four \
+    measured runs took far longer than the other three (RTT 100 ms over 4 BDP: 3.78 s \
+    against 2.48-2.56 s; RTT 200 ms over 1 BDP: 5.44 s against 3.28-3.31 s), and the \
+    simulator agrees with the three (z 0.9). What held that run back is not isolated.";
+
+/// `auto`'s 10 MB at RTT 50 ms over 0.5 BDP without loss.
+const AUTO_TWO_MODES: &str = "auto's 10 MB at RTT 50 ms over 0.5 BDP without random \
+    loss: runs on the wire fall in two modes, 1.98 s and 2.38 s (four further runs of \
+    seed 1: 2.39, 1.98, 1.98, 1.98 s, with about 340 queue drops each), and both stored \
+    runs landed in the slower one; the simulator's 2.00 s is the faster. What decides \
+    the mode is not isolated.";
 
 const fn miss(
     reference: Reference,
@@ -748,25 +760,28 @@ pub const KNOWN_MISSES: &[KnownMiss] = &[
     miss(K, 16, "TCP reno", C, NOISE),
     miss(K, 16, "TCP cubic", G, NOISE),
     miss(K, 16, "TCP cubic", C, NOISE),
-    miss(W, 2, "tcpfec anker-10-1", G, NOISE),
+    miss(W, 3, "tcpfec cubic", G, HEAVY_LOSS_CUBIC),
+    miss(W, 4, "tcpfec cubic", C, PACED_HYSTART),
+    miss(W, 4, "tcpfec auto", C, AUTO_TWO_MODES),
+    miss(W, 5, "tcpfec cubic", G, NOISE),
     miss(W, 2, "tcpfec anker-10-1", C, NOISE),
     miss(W, 5, "tcpfec cubic", C, SLOW_START_LOSS),
     miss(W, 7, "tcpfec anker-10-1", G, NOISE),
+    miss(W, 8, "tcpfec anker-10-1", C, ONE_SLOW_RUN),
     miss(W, 9, "tcpfec anker-10-1", G, NOISE),
     miss(W, 10, "tcpfec cubic", G, NOISE),
+    miss(W, 10, "tcpfec anker-10-1", G, NOISE),
+    miss(W, 11, "tcpfec anker-10-1", G, NOISE),
+    miss(W, 12, "tcpfec anker-10-1", C, ONE_SLOW_RUN),
     miss(W, 13, "tcpfec cubic", G, NOISE),
-    miss(W, 13, "tcpfec cubic", C, NOISE),
-    miss(W, 13, "tcpfec anker-10-1", C, ANKER_SLOW_START),
     miss(W, 14, "tcpfec cubic", G, NOISE),
     miss(W, 14, "tcpfec anker-10-1", G, NOISE),
     miss(W, 15, "tcpfec bbr1", C, OVERSHOOT),
+    miss(W, 15, "tcpfec cubic", C, PACED_HYSTART),
     miss(W, 15, "tcpfec anker-10-1", G, ANKER_LONG_PATH),
     miss(W, 16, "tcpfec cubic", G, NOISE),
     miss(W, 16, "tcpfec cubic", C, NOISE),
-    miss(W, 16, "tcpfec auto", C, AUTO_LONG_PATH_START),
-    miss(W, 16, "tcpfec anker-10-1", C, ANKER_RUNS_SPREAD),
     miss(W, 17, "tcpfec cubic", G, NOISE),
-    miss(W, 17, "tcpfec anker-10-1", G, NOISE),
 ];
 
 fn known_miss(reference: Reference, c: &Comparison) -> Option<&'static KnownMiss> {
