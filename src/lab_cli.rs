@@ -52,8 +52,8 @@ pub struct SimArgs {
     host_jitter: Option<String>,
     /// How much faster the receiving hosts' clocks run than the senders', parts per
     /// million, e.g. 50ppm or -20ppm: real oscillators differ by tens of ppm, and NTP
-    /// slews a clock by up to 500 ppm while it corrects it. The engine reads one-way
-    /// delays through it; links and measurements keep true time [default: 0].
+    /// slews a clock by up to 500 ppm while it corrects it. The receivers' engines read
+    /// the time through it; links and measurements keep true time [default: 0].
     #[arg(long, allow_hyphen_values = true)]
     clock_skew: Option<String>,
     /// Start each finite flow (--transfer) as a connection to a peer seen before, with
