@@ -84,7 +84,7 @@ const HOLD_ROOM_SHARE: f64 = 0.5;
 /// The base delay follows the receiver's clock ahead of the sender's once it has gained
 /// more than this, µs (see `LossRunMeter::offset_high`). Below it, a sender's varying
 /// pause between an ACK and the next packet could move it.
-const CLOCK_GAIN_STEP: u32 = 1_000;
+const CLOCK_GAIN_STEP: i32 = 1_000;
 
 /// A jump in the numbers larger than this is not a loss run (a peer restarting its
 /// numbering, or a corrupted field); the meter resynchronises instead.
@@ -208,7 +208,7 @@ impl LossRunMeter {
             return;
         };
         let gain = high.wrapping_sub(at_base);
-        if (gain as i32) > CLOCK_GAIN_STEP as i32 {
+        if gain as i32 > CLOCK_GAIN_STEP {
             self.min_delay = self.min_delay.map(|m| m.wrapping_add(gain));
             self.offset_at_base = Some(high);
         }
