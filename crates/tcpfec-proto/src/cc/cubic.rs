@@ -27,7 +27,8 @@ pub struct Cubic {
 /// spanning more than the minimum RTT plus 1 ms, halved for a sender that does not pace,
 /// which happens near one BDP in flight; or when the least of a round's first eight RTT
 /// samples exceeds the minimum by an eighth of it, clamped to 4–16 ms: a queue is
-/// building.
+/// building. A paced sender's delay test takes every group of nine samples in the round,
+/// not only the first.
 #[derive(Debug, Clone, Default)]
 struct HyStart {
     /// Slow start was ended; nothing more until a timeout.
@@ -94,6 +95,15 @@ impl HyStart {
                     (delay_min / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
                 if self.round_rtt.is_some_and(|c| c > delay_min + eighth) {
                     return true;
+                }
+                if self.paced {
+                    // Unpaced, a round's later packets queue behind its own burst, so
+                    // only its first samples are clean. Paced, nothing queues until the
+                    // rate passes the path's, and then the queue grows through the
+                    // round: the test takes each next group of samples, not only the
+                    // first, and sees it within a round trip instead of the next round.
+                    self.round_rtt = None;
+                    self.samples = 0;
                 }
             }
         }
@@ -317,6 +327,35 @@ mod tests {
         let mut small = slow_starting(12.0, true);
         spaced_round(&mut small, 400_000, 150, 401, 900);
         assert_eq!(small.w.ssthresh, f64::MAX);
+    }
+
+    #[test]
+    fn a_paced_sender_sees_a_queue_that_builds_within_the_round() {
+        // One round: twelve clean samples at 100 ms, then the queue grows (113 ms). The
+        // unpaced test reads only the round's first samples and goes on; the paced one
+        // reads each next group of nine and ends slow start in this round, at the end
+        // of the first group whose samples are all raised (the fifteenth).
+        for paced in [false, true] {
+            let mut c = Cubic::new(10);
+            c.enable_hystart(paced);
+            c.w.cwnd = 100.0;
+            c.on_ack_sample(us(0), Some(Duration::from_millis(100)), 1, 10);
+            spaced_round(&mut c, 200_000, 100, 11, 400);
+            assert_eq!(c.w.ssthresh, f64::MAX, "no queue yet (paced {paced})");
+            let mut ended_at = None;
+            for i in 0..30u64 {
+                let rtt = Some(Duration::from_millis(113));
+                c.on_ack_sample(us(236_000 + i * 3_000), rtt, 23 + i, 400);
+                if c.w.ssthresh < f64::MAX && ended_at.is_none() {
+                    ended_at = Some(i);
+                }
+            }
+            if paced {
+                assert_eq!(ended_at, Some(14), "the second group of raised samples");
+            } else {
+                assert_eq!(ended_at, None, "seen only in the next round");
+            }
+        }
     }
 
     #[test]
