@@ -691,13 +691,6 @@ const CUBIC_SEEDS_SPREAD: &str = "The engine's CUBIC at 0.1 % loss over 2-4 BDP 
     simulator does not pace the window rules and ends slow start by Linux's unpaced \
     HyStart; whether that decides it is not isolated.";
 
-/// A clean path where one measured run of anker-10-1's 10 MB took far longer than the
-/// others.
-const ONE_SLOW_RUN: &str = "anker-10-1's 10 MB on a clean path: one of the four \
-    measured runs took far longer than the other three (RTT 100 ms over 4 BDP: 3.78 s \
-    against 2.48-2.56 s; RTT 200 ms over 1 BDP: 5.44 s against 3.28-3.31 s), and the \
-    simulator agrees with the three (z 0.9). What held that run back is not isolated.";
-
 /// `auto`'s 10 MB at RTT 50 ms over 0.5 BDP without loss.
 const AUTO_TWO_MODES: &str = "auto's 10 MB at RTT 50 ms over 0.5 BDP without random \
     loss: runs on the wire fall in two modes, 1.98 s and 2.38 s (four further runs of \
@@ -746,12 +739,8 @@ pub const KNOWN_MISSES: &[KnownMiss] = &[
     miss(W, 2, "tcpfec anker-10-1", C, NOISE),
     miss(W, 4, "tcpfec auto", C, AUTO_TWO_MODES),
     miss(W, 5, "tcpfec cubic", C, NOISE),
-    miss(W, 7, "tcpfec anker-10-1", G, NOISE),
-    miss(W, 8, "tcpfec anker-10-1", C, ONE_SLOW_RUN),
     miss(W, 9, "tcpfec anker-10-1", G, NOISE),
-    miss(W, 10, "tcpfec anker-10-1", G, NOISE),
     miss(W, 11, "tcpfec anker-10-1", G, NOISE),
-    miss(W, 12, "tcpfec anker-10-1", C, ONE_SLOW_RUN),
     miss(W, 13, "tcpfec cubic", G, CUBIC_SEEDS_SPREAD),
     miss(W, 14, "tcpfec cubic", G, NOISE),
     miss(W, 14, "tcpfec anker-10-1", G, NOISE),

@@ -351,7 +351,11 @@ mod tests {
                 }
             }
             if paced {
-                assert_eq!(ended_at, Some(14), "the second group of raised samples");
+                assert_eq!(
+                    ended_at,
+                    Some(14),
+                    "the first group with every sample raised"
+                );
             } else {
                 assert_eq!(ended_at, None, "seen only in the next round");
             }
