@@ -691,13 +691,6 @@ const CUBIC_SEEDS_SPREAD: &str = "The engine's CUBIC at 0.1 % loss over 2-4 BDP 
     simulator does not pace the window rules and ends slow start by Linux's unpaced \
     HyStart; whether that decides it is not isolated.";
 
-/// `auto`'s 10 MB at RTT 50 ms over 0.5 BDP without loss.
-const AUTO_TWO_MODES: &str = "auto's 10 MB at RTT 50 ms over 0.5 BDP without random \
-    loss: runs on the wire fall in two modes, 1.98 s and 2.38 s (four further runs of \
-    seed 1: 2.39, 1.98, 1.98, 1.98 s, with about 340 queue drops each), and both stored \
-    runs landed in the slower one; the simulator's 2.00 s is the faster. What decides \
-    the mode is not isolated.";
-
 const fn miss(
     reference: Reference,
     point: usize,
@@ -737,7 +730,6 @@ pub const KNOWN_MISSES: &[KnownMiss] = &[
     miss(K, 16, "TCP cubic", G, NOISE),
     miss(K, 16, "TCP cubic", C, NOISE),
     miss(W, 2, "tcpfec anker-10-1", C, NOISE),
-    miss(W, 4, "tcpfec auto", C, AUTO_TWO_MODES),
     miss(W, 5, "tcpfec cubic", C, NOISE),
     miss(W, 9, "tcpfec anker-10-1", G, NOISE),
     miss(W, 11, "tcpfec anker-10-1", G, NOISE),
