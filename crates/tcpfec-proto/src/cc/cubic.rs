@@ -23,12 +23,13 @@ pub struct Cubic {
 
 /// Linux's HyStart (Ha and Rhee, "Taming the elephants", 2011; `tcp_cubic.c`, both
 /// detectors on): in slow start, from a window of 16 segments, ends slow start (ssthresh
-/// = cwnd) when the ACKs of one round come as a train (each within 2 ms of the last)
-/// spanning more than the minimum RTT plus 1 ms, halved for a sender that does not pace,
-/// which happens near one BDP in flight; or when the least of a round's first eight RTT
-/// samples exceeds the minimum by an eighth of it, clamped to 4–16 ms: a queue is
-/// building. A paced sender's delay test takes every group of nine samples in the round,
-/// not only the first.
+/// = cwnd) on either of two signs of a full path.
+///
+/// * The ACKs of one round come as a train (each within 2 ms of the last) spanning more
+///   than the minimum RTT plus 1 ms, halved for a sender that does not pace.
+/// * The least of a round's first eight RTT samples exceeds the minimum by an eighth of
+///   it, clamped to 4–16 ms: a queue is building. A paced sender tests each next group
+///   of nine samples of the round too.
 #[derive(Debug, Clone, Default)]
 struct HyStart {
     /// Slow start was ended; nothing more until a timeout.
@@ -77,9 +78,9 @@ impl HyStart {
             // ACK train spans half the minimum RTT when about a BDP is in flight. Paced at
             // twice the window per round trip they leave over half of it anyway, so the
             // train says so only once it spans the whole (Linux halves only where
-            // `sk_pacing_status` is none). Halved for a paced sender, slow start ended at
-            // two thirds of the path: `tcpfec send --scheme cubic` took 2.95 s for 10 MB
-            // on a clean 50 Mb/s link at RTT 100 ms where the whole path gives 2.3.
+            // `sk_pacing_status` is none). Halved, a paced sender would end slow start at
+            // two thirds of the path: 10 MB over a clean 50 Mb/s link at RTT 100 ms in
+            // 2.95 s, where the whole path gives 2.3.
             let train = delay_min + HYSTART_ACK_DELAY;
             let train = if self.paced { train } else { train / 2 };
             if now.saturating_since(self.round_start) > train {
@@ -243,12 +244,13 @@ mod tests {
         Instant::from_nanos(t * 1_000)
     }
 
-    /// A CUBIC in slow start at `cwnd` segments with HyStart on (or off), after one
-    /// earlier round that measured a 100 ms RTT.
-    fn slow_starting(cwnd: f64, hystart: bool) -> Cubic {
+    /// A CUBIC in slow start at `cwnd` segments, after one earlier round that measured a
+    /// 100 ms RTT; with HyStart for a sender that paces (`Some(true)`) or does not
+    /// (`Some(false)`), or without it (`None`).
+    fn slow_starting(cwnd: f64, hystart: Option<bool>) -> Cubic {
         let mut c = Cubic::new(10);
-        if hystart {
-            c.enable_hystart(false);
+        if let Some(paced) = hystart {
+            c.enable_hystart(paced);
         }
         c.w.cwnd = cwnd;
         c.on_ack_sample(us(0), Some(Duration::from_millis(100)), 1, 10);
@@ -258,7 +260,7 @@ mod tests {
     #[test]
     fn hystart_ends_slow_start_when_a_rounds_ack_train_spans_half_the_rtt() {
         for hystart in [true, false] {
-            let mut c = slow_starting(100.0, hystart);
+            let mut c = slow_starting(100.0, hystart.then_some(false));
             // A new round: ACKs 0.5 ms apart, RTT steady at 100 ms (no queue), for 60 ms.
             let mut ended_at = None;
             for i in 0..120u64 {
@@ -283,10 +285,7 @@ mod tests {
         // Paced at twice the window per round trip, a round's ACKs come as a train over
         // half the round trip whatever the window; only a train past the whole of it
         // (100 ms + 1 ms: the 203rd ACK 0.5 ms apart) shows a full path.
-        let mut c = Cubic::new(10);
-        c.enable_hystart(true);
-        c.w.cwnd = 100.0;
-        c.on_ack_sample(us(0), Some(Duration::from_millis(100)), 1, 10);
+        let mut c = slow_starting(100.0, Some(true));
         let mut ended_at = None;
         for i in 0..250u64 {
             c.on_ack_sample(
@@ -313,7 +312,7 @@ mod tests {
 
     #[test]
     fn hystart_ends_slow_start_when_a_round_sees_the_rtt_rise() {
-        let mut c = slow_starting(100.0, true);
+        let mut c = slow_starting(100.0, Some(false));
         // A round whose samples read 110 ms: below 100 + 12.5 ms, slow start goes on.
         spaced_round(&mut c, 200_000, 110, 11, 400);
         assert_eq!(c.w.ssthresh, f64::MAX, "an RTT 10 ms up is no queue yet");
@@ -324,7 +323,7 @@ mod tests {
             "the ninth sample of the round ends slow start"
         );
         // Below 16 segments HyStart does not act at all.
-        let mut small = slow_starting(12.0, true);
+        let mut small = slow_starting(12.0, Some(false));
         spaced_round(&mut small, 400_000, 150, 401, 900);
         assert_eq!(small.w.ssthresh, f64::MAX);
     }
@@ -336,10 +335,7 @@ mod tests {
         // reads each next group of nine and ends slow start in this round, at the end
         // of the first group whose samples are all raised (the fifteenth).
         for paced in [false, true] {
-            let mut c = Cubic::new(10);
-            c.enable_hystart(paced);
-            c.w.cwnd = 100.0;
-            c.on_ack_sample(us(0), Some(Duration::from_millis(100)), 1, 10);
+            let mut c = slow_starting(100.0, Some(paced));
             spaced_round(&mut c, 200_000, 100, 11, 400);
             assert_eq!(c.w.ssthresh, f64::MAX, "no queue yet (paced {paced})");
             let mut ended_at = None;
