@@ -15,6 +15,10 @@ use crate::time::Instant;
 use crate::wire::{Flags, Packet, WindowInfo, WireError};
 use bytes::Bytes;
 
+/// Most doublings of the linger for copies of the peer's FIN: the wait for the next copy
+/// is at most 64 RTOs.
+const MAX_LINGER_DOUBLINGS: u32 = 5;
+
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -86,6 +90,8 @@ pub struct Connection {
     /// trips are measured as before.
     peer_ts_latest: Option<u32>,
     linger_deadline: Option<Instant>,
+    /// Copies of the peer's FIN that arrived while lingering (each doubles the linger).
+    linger_restarts: u32,
     error: Option<ConnError>,
     partial_read: Option<Bytes>,
     acks_sent: u64,
@@ -129,6 +135,7 @@ impl Connection {
             peer_syn_ts: 0,
             peer_ts_latest: None,
             linger_deadline: None,
+            linger_restarts: 0,
             error: None,
             partial_read: None,
             acks_sent: 0,
@@ -382,6 +389,7 @@ impl Connection {
             return;
         }
         let occupies = p.occupies_segment();
+        let lingering = self.linger_deadline.is_some();
         if p.flags.contains(Flags::ACK) {
             self.sender.on_ack(
                 now,
@@ -410,8 +418,24 @@ impl Connection {
             && self.sender.fin_acked()
         {
             // Both streams are done. Linger so a retransmitted FIN still gets its ACK.
-            self.linger_deadline = Some(now + self.sender.rtt.rto() * 2);
+            // The peer's first copy may come after its initial RTO (1 s, RFC 6298) rather
+            // than after one like ours: a peer that sent nothing but its FIN has no round
+            // trip measured. Two of our RTOs alone (400 ms on a short path) end before
+            // that copy comes, and the peer would resend its FIN to nobody.
+            self.linger_deadline = Some(now + self.linger_rto() * 2);
+        } else if lingering && occupies && p.flags.contains(Flags::FIN) {
+            // The peer sent its FIN again: our ACK of it was lost. The receiver ACKs this
+            // copy; stay for the next one, which the peer's doubled timeout puts twice as
+            // far off (TCP restarts TIME-WAIT on such a copy, RFC 9293 section 3.10.7.4).
+            self.linger_restarts = (self.linger_restarts + 1).min(MAX_LINGER_DOUBLINGS);
+            self.linger_deadline = Some(now + self.linger_rto() * (2 << self.linger_restarts));
         }
+    }
+
+    /// The longest the peer may wait before it sends its FIN again: its RTO, which is
+    /// ours on the same path, or its initial one if it measured none.
+    fn linger_rto(&self) -> core::time::Duration {
+        self.sender.rtt.rto().max(self.cfg.initial_rto)
     }
 
     /// The next packet to send, if any. Call until it returns `None`.
