@@ -351,10 +351,11 @@ impl Receiver {
         if cwr {
             self.ece_latched = false;
         }
+        let ended = self.fin_delivered;
         let rebuilt = match self.fec.as_mut() {
             Some(f) if !payload.is_empty() => {
                 let mut rebuilt = f.decoder.on_source(seg, fec, &payload);
-                if let Some(w) = f.window.as_mut() {
+                if let Some(w) = f.window.as_mut().filter(|_| !ended) {
                     rebuilt.extend(w.on_source(seg, &payload));
                 }
                 rebuilt
@@ -614,6 +615,12 @@ impl Receiver {
         }
         if fin {
             self.fin_delivered = true;
+            // Every segment is here, so no repair can rebuild one: the window code's kept
+            // payloads (up to 1024 packets) go now, not when the connection ends after
+            // its linger.
+            if let Some(w) = self.fec.as_mut().and_then(|f| f.window.as_mut()) {
+                w.release();
+            }
         }
         if !payload.is_empty() {
             self.bytes_delivered += payload.len() as u64;

@@ -322,6 +322,13 @@ impl WindowDecoder {
         }
     }
 
+    /// Drops every kept payload and waiting equation (the stream is complete: nothing
+    /// is left to rebuild). The counters stay.
+    pub fn release(&mut self) {
+        self.known = Kept::default();
+        self.rows = Vec::new();
+    }
+
     /// A source segment arrived (first transmission, retransmission, or rebuilt by
     /// another code): kept for later repairs, and taken out of the equations that miss
     /// it. Returns the segments this lets the decoder rebuild.
@@ -491,6 +498,17 @@ mod tests {
             differ += (coefficient(1, seg) != coefficient(2, seg)) as u32;
         }
         assert!(differ > 990, "{differ}");
+    }
+
+    #[test]
+    fn a_released_decoder_holds_no_payload() {
+        let mut d = WindowDecoder::default();
+        let p = Bytes::from(vec![7u8; 100]);
+        assert!(d.on_source(0, &p).is_empty());
+        assert!(!p.is_unique(), "kept for later repairs");
+        d.release();
+        assert!(p.is_unique(), "still kept after release");
+        assert_eq!(d.pending(), 0);
     }
 
     /// Found by the `fec` fuzz target: segment 2 arrived before segment 1, so the window
