@@ -46,7 +46,6 @@ impl Sender {
     /// waited [`Sender::stream_wait`] (`StreamCode::Blocks`); a closed block needs no
     /// deadline.
     pub(super) fn arm_block_deadline(&mut self, now: Instant, seg: u64) {
-        let wait = self.stream_wait();
         let Some((enc, f)) = self.fec.as_ref() else {
             return;
         };
@@ -56,7 +55,8 @@ impl Sender {
         match enc.open_block_base() {
             None => self.block_deadline = None,
             Some(base) if base == seg && self.app_limited => {
-                self.block_deadline = Some(now + wait);
+                // Computed only here: this runs for every packet a scheme with FEC sends.
+                self.block_deadline = Some(now + self.stream_wait());
             }
             Some(_) => {}
         }
