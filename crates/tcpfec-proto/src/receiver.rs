@@ -351,6 +351,8 @@ impl Receiver {
         if cwr {
             self.ece_latched = false;
         }
+        // Once the stream is complete the window code has nothing left to rebuild, and a
+        // late copy is not kept again (`deliver` released what it kept).
         let ended = self.fin_delivered;
         let rebuilt = match self.fec.as_mut() {
             Some(f) if !payload.is_empty() => {
