@@ -11,6 +11,7 @@
 //! Volumes are payload bytes, rates bytes per second; the window is reported to the
 //! sender in segments.
 
+use super::aggregation::AckAggregation;
 use super::filter::MaxFilter;
 use super::recovery::RecoveryState;
 use super::{AckEvent, CongestionControl, Window};
@@ -64,7 +65,6 @@ const UNSPREAD_INITIAL_WINDOWS: f64 = 4.0;
 const STARTUP_SPREAD_GAIN: f64 = 2.0;
 /// Longest wait, in rounds, between bandwidth probes (Reno coexistence bound).
 const MAX_PROBE_ROUNDS: u64 = 63;
-const EXTRA_ACKED_ROUNDS: u64 = 10;
 
 /// Where the state machine is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,10 +140,7 @@ pub struct Bbr {
     inflight_lo: f64,
     bw_latest: f64,
     inflight_latest: f64,
-    extra_acked_filter: MaxFilter<{ EXTRA_ACKED_ROUNDS as usize }>,
-    extra_acked: f64,
-    extra_acked_start: Instant,
-    extra_acked_delivered: f64,
+    aggregation: AckAggregation,
     // Rounds.
     next_round_delivered: u64,
     round_count: u64,
@@ -216,10 +213,7 @@ impl Bbr {
             inflight_lo: f64::INFINITY,
             bw_latest: 0.0,
             inflight_latest: 0.0,
-            extra_acked_filter: MaxFilter::new(),
-            extra_acked: 0.0,
-            extra_acked_start: Instant::ZERO,
-            extra_acked_delivered: 0.0,
+            aggregation: AckAggregation::new(),
             next_round_delivered: 0,
             round_count: 0,
             round_start: false,
@@ -792,21 +786,6 @@ impl Bbr {
         }
     }
 
-    // ----- ACK aggregation -----
-
-    fn update_ack_aggregation(&mut self, ev: &AckEvent, now: Instant) {
-        let interval = now.saturating_since(self.extra_acked_start).as_secs_f64();
-        let mut expected = self.bw * interval;
-        if self.extra_acked_delivered <= expected {
-            self.extra_acked_delivered = 0.0;
-            self.extra_acked_start = now;
-            expected = 0.0;
-        }
-        self.extra_acked_delivered += ev.newly_acked as f64;
-        let extra = (self.extra_acked_delivered - expected).min(self.cwnd);
-        self.extra_acked = self.extra_acked_filter.update(self.round_count, extra);
-    }
-
     // ----- control parameters -----
 
     fn set_pacing_rate(&mut self) {
@@ -832,7 +811,7 @@ impl Bbr {
 
     fn set_cwnd(&mut self, ev: &AckEvent) {
         let max_inflight =
-            self.quantization_budget(self.bdp_multiple(self.cwnd_gain) + self.extra_acked);
+            self.quantization_budget(self.bdp_multiple(self.cwnd_gain) + self.aggregation.extra());
         // Loss recovery: give back what was lost, and during the first round keep the
         // flight (packet conservation).
         if ev.newly_lost > 0 {
@@ -962,7 +941,8 @@ impl CongestionControl for Bbr {
         if let Some(rs) = ev.sample {
             self.update_latest_delivery_signals(&rs, ev.delivered);
             self.update_congestion_signals(&rs, ev);
-            self.update_ack_aggregation(ev, now);
+            self.aggregation
+                .on_ack(now, ev.newly_acked, self.bw, self.cwnd, self.round_count);
             self.check_full_bw_reached(&rs);
             self.check_startup_done(&rs);
             self.check_drain_done(ev, now);

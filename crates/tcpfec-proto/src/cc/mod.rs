@@ -4,6 +4,7 @@
 //! these types only decide how the window grows on ACKs and shrinks on congestion signals.
 //! Windows are in segments, as in ns-2, because the transport is segment-numbered.
 
+mod aggregation;
 mod bbr;
 mod bbr1;
 mod coexist;
