@@ -8,7 +8,7 @@ use super::filter::MaxFilter;
 use crate::time::Instant;
 
 /// Rounds over which the largest excess is remembered (Linux keeps two windows of five).
-pub(crate) const ROUNDS: u64 = 10;
+const ROUNDS: u64 = 10;
 
 /// The excess of recent rounds, in bytes.
 #[derive(Debug, Clone)]

@@ -278,9 +278,8 @@ impl Bbr1 {
     }
 
     fn set_cwnd(&mut self, ev: &AckEvent) {
-        // Linux's BBR v1 (since 5.0) holds ACK aggregation too, once the pipe is full.
-        // Without it a window of two BDPs runs dry between bursts of ACKs where the RTT
-        // is tens of microseconds: `tcpfec perf` on loopback moved 0.7–1 Gb/s, 10 with it.
+        // Once the pipe is full, room for ACKs that come in bursts (`aggregation.rs`), at
+        // most `EXTRA_ACKED_MAX` at the estimated rate, as Linux's BBR v1 since 5.0.
         let aggregation = if self.filled_pipe {
             self.aggregation
                 .extra()
@@ -421,6 +420,44 @@ mod tests {
         Instant::from_nanos(x * 1_000_000)
     }
 
+    /// One ACK of `bytes` at `t` ms, the `k`th of a round that began at `prior` bytes
+    /// delivered with `flight` bytes in flight, sampling `rate`, declaring `lost` lost.
+    #[allow(clippy::too_many_arguments)]
+    fn ack(
+        b: &mut Bbr1,
+        t: u64,
+        delivered: &mut u64,
+        prior: u64,
+        flight: f64,
+        rate: f64,
+        lost: u64,
+        k: u64,
+    ) {
+        let bytes = (10.0 * MSS) as u64;
+        *delivered += bytes;
+        let rs = RateSample {
+            delivered: *delivered - prior,
+            interval: Duration::from_millis(100),
+            rate,
+            app_limited: false,
+            prior_delivered: prior,
+            rtt: Some(Duration::from_millis(100)),
+            newly_acked: bytes,
+            tx_in_flight: flight as u64,
+            lost,
+        };
+        let ev = AckEvent {
+            sample: Some(rs),
+            delivered: *delivered,
+            newly_acked: bytes,
+            newly_lost: lost,
+            inflight: (flight as u64).saturating_sub((k + 1) * bytes),
+            rtt: Some(Duration::from_millis(100)),
+            cwnd_limited: true,
+        };
+        b.on_ack_event(ms(t), &ev);
+    }
+
     /// Feeds `rounds` rounds of a path of `bw` bytes/s and 100 ms RTT, one ACK per 10
     /// packets, losing `loss` of each round's bytes.
     fn run(b: &mut Bbr1, rounds: usize, bw: f64, loss: f64, t: &mut u64, delivered: &mut u64) {
@@ -430,31 +467,18 @@ mod tests {
             let rate = bw.min(flight / 0.1);
             let acks = (flight / (10.0 * MSS)).ceil().max(1.0) as u64;
             for k in 0..acks {
-                let bytes = (10.0 * MSS) as u64;
-                *delivered += bytes;
-                *t += ((bytes as f64 / rate) * 1e3).max(1.0) as u64;
+                *t += ((10.0 * MSS / rate) * 1e3).max(1.0) as u64;
                 let lost = if k == 0 { (loss * flight) as u64 } else { 0 };
-                let rs = RateSample {
-                    delivered: *delivered - prior,
-                    interval: Duration::from_millis(100),
-                    rate: rate * (1.0 - loss),
-                    app_limited: false,
-                    prior_delivered: prior,
-                    rtt: Some(Duration::from_millis(100)),
-                    newly_acked: bytes,
-                    tx_in_flight: flight as u64,
+                ack(
+                    b,
+                    *t,
+                    delivered,
+                    prior,
+                    flight,
+                    rate * (1.0 - loss),
                     lost,
-                };
-                let ev = AckEvent {
-                    sample: Some(rs),
-                    delivered: *delivered,
-                    newly_acked: bytes,
-                    newly_lost: lost,
-                    inflight: (flight as u64).saturating_sub((k + 1) * bytes),
-                    rtt: Some(Duration::from_millis(100)),
-                    cwnd_limited: true,
-                };
-                b.on_ack_event(ms(*t), &ev);
+                    k,
+                );
             }
         }
     }
@@ -468,29 +492,7 @@ mod tests {
             *t += 100;
             let acks = (flight / (10.0 * MSS)).ceil() as u64;
             for k in 0..acks {
-                let bytes = (10.0 * MSS) as u64;
-                *delivered += bytes;
-                let rs = RateSample {
-                    delivered: *delivered - prior,
-                    interval: Duration::from_millis(100),
-                    rate: bw,
-                    app_limited: false,
-                    prior_delivered: prior,
-                    rtt: Some(Duration::from_millis(100)),
-                    newly_acked: bytes,
-                    tx_in_flight: flight as u64,
-                    lost: 0,
-                };
-                let ev = AckEvent {
-                    sample: Some(rs),
-                    delivered: *delivered,
-                    newly_acked: bytes,
-                    newly_lost: 0,
-                    inflight: (flight as u64).saturating_sub((k + 1) * bytes),
-                    rtt: Some(Duration::from_millis(100)),
-                    cwnd_limited: true,
-                };
-                b.on_ack_event(ms(*t), &ev);
+                ack(b, *t, delivered, prior, flight, bw, 0, k);
             }
         }
     }
