@@ -661,10 +661,10 @@ const DEEP_QUEUE_RENO: &str = "Reno at RTT 300 ms over a 4 BDP queue with 0.1 % 
 /// BBR v1's Startup overshooting a long path.
 const OVERSHOOT: &str = "bbr1's 10 MB at RTT 300 ms over one BDP: its Startup overshoots \
     the long path, and the simulated overshoot costs more than the measured one (5.12 s \
-    against 4.03 +/- 0.53 s: three runs at 3.77 s, one at 4.83). Since the \
-    endpoint's send buffer grows with the window (up to 64 MiB; a fixed 4 MiB had \
-    clipped the overshoot), the two no longer cost the same. Where the simulated losses \
-    and recovery depart from the wire's is not isolated.";
+    against 4.03 +/- 0.53 s: three runs at 3.77 s, one at 4.83). The \
+    endpoint's send buffer grows with the window (up to 64 MiB), so it does not clip \
+    the wire's overshoot. Where the simulated losses and recovery depart from the \
+    wire's is not isolated.";
 
 /// anker-10-1 over one BDP at RTT 300 ms.
 const ANKER_LONG_PATH: &str = "anker-10-1 at RTT 300 ms over one BDP without random \
